@@ -1,0 +1,3 @@
+from nsysgen.cli import main
+
+raise SystemExit(main())

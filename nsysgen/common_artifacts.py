@@ -1,0 +1,73 @@
+"""Artifacts every target ships: the Nsight install script, the recipes script, workload files."""
+
+from __future__ import annotations
+
+from nsysgen.model import Config
+from nsysgen.render import ArtifactSpec
+from nsysgen.workloads import (
+    NEMO_OVERRIDES_FILE,
+    WINDOW_HELPER_FILE,
+    nemo_overrides,
+    program,
+    step_window_env,
+)
+
+
+def install_script(config: Config) -> ArtifactSpec:
+    nsight = config.nsight
+    return ArtifactSpec(
+        path="install-nsight.sh",
+        template="common/install-nsight.sh.j2",
+        executable=True,
+        context={
+            "version": nsight.version,
+            "full_version": nsight.full_version,
+            "method": nsight.install_method,
+            "urls": nsight.install_urls,
+            "prefix": nsight.package_prefix,
+            "root": config.cluster.nsight_root,
+            "nsys_rel": nsight.nsys_relpath,
+            "importer_rel": nsight.importer_relpath,
+            "shared_fs": config.cluster.shared_fs,
+        },
+    )
+
+
+def recipes_script(config: Config) -> ArtifactSpec:
+    return ArtifactSpec(
+        path="recipes.sh",
+        template="common/recipes.sh.j2",
+        executable=True,
+        context={
+            "job_name": config.job.name,
+            "version": config.nsight.version,
+            "nsys": config.nsys_path,
+            "importer": config.importer_path,
+            "requirements": f"{config.cluster.nsight_root}/{config.nsight.requirements_relpath}",
+            "report_dir": config.capture.report_dir,
+            "recipes": config.capture.recipes,
+        },
+    )
+
+
+def workload_files(config: Config) -> list[ArtifactSpec]:
+    """Files the program itself reads: NeMo overrides, the step-window helper."""
+    specs = []
+    files = program(config).files
+    if NEMO_OVERRIDES_FILE in files:
+        specs.append(
+            ArtifactSpec(
+                path=NEMO_OVERRIDES_FILE,
+                template="common/nemo-overrides.txt.j2",
+                context={"overrides": nemo_overrides(config)},
+            )
+        )
+    if WINDOW_HELPER_FILE in files:
+        specs.append(
+            ArtifactSpec(
+                path=WINDOW_HELPER_FILE,
+                template="common/nsysgen_window.py.j2",
+                context={"env": dict(step_window_env(config))},
+            )
+        )
+    return specs

@@ -1,0 +1,55 @@
+"""Errors that reach the user, each with the exit code the CLI maps it to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_DRIFT = 1
+EXIT_INVALID = 2
+EXIT_BUG = 3
+
+
+@dataclass(frozen=True, order=True)
+class Issue:
+    """One problem with the input, located by its dotted config path."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class NsysgenError(Exception):
+    """An error caused by the user's input or environment; printed without a traceback."""
+
+    exit_code = EXIT_INVALID
+
+    def user_message(self) -> str:
+        return str(self)
+
+
+class InvalidConfig(NsysgenError):
+    """The composed config breaks the schema or a semantic rule."""
+
+    def __init__(self, issues: list[Issue], choices: dict[str, str] | None = None) -> None:
+        self.issues = sorted(set(issues))
+        self.choices = choices or {}
+        super().__init__(f"{len(self.issues)} problem(s)")
+
+    def user_message(self) -> str:
+        count = len(self.issues)
+        lines = [f"error: invalid config ({count} problem{'s' if count != 1 else ''})"]
+        lines += [f"  {issue}" for issue in self.issues]
+        if self.choices:
+            groups = " ".join(f"{group}={option}" for group, option in sorted(self.choices.items()))
+            lines.append(f"  groups: {groups}")
+        return "\n".join(lines)
+
+
+class ComposeError(NsysgenError):
+    """Hydra could not compose the config (unknown option, bad override syntax, ...)."""
+
+    def user_message(self) -> str:
+        return f"error: {self}"

@@ -1,0 +1,178 @@
+"""model: a validated config dict -> typed, frozen objects.
+
+The schema has already checked shapes and types, so this module only converts; plan and render
+code use attributes, never dict keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+RankPolicy = Literal["one_per_node", "all"]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    instance_type: str
+    gpu_model: str
+    gpus_per_node: int
+    efa_devices: int
+    nodes: int
+    partition: str | None
+    shared_fs: str
+    nsight_root: str
+    container_runtime: str
+    slurm_gres: bool
+    slurm_mpi: str | None
+    env: tuple[tuple[str, str], ...]
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    kind: str
+    launch: str
+    container_image: str | None
+    settings: dict[str, Any]  # the block named after `kind` (nccl, nemo, fsdp, python)
+
+
+@dataclass(frozen=True)
+class Capture:
+    mode: str
+    ranks: tuple[int, ...] | RankPolicy
+    trace: tuple[str, ...]
+    sample: str
+    cpuctxsw: str
+    efa_metrics: bool
+    gpu_metrics: bool
+    report_dir: str
+    recipes: tuple[str, ...]
+    extra_args: tuple[str, ...]
+    delay: int | None = None
+    duration: int | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    nvtx_range: str | None = None
+    nvtx_domain: str | None = None
+
+
+@dataclass(frozen=True)
+class Nsight:
+    version: str
+    full_version: str
+    install_method: str
+    install_urls: tuple[str, ...]
+    package_prefix: str
+    nsys_relpath: str
+    importer_relpath: str
+    requirements_relpath: str
+    plugins: dict[str, tuple[str, ...]]
+    gpu_metrics_flag: str
+    gpu_metrics_node_value: str | None
+    cuda_event_trace: bool
+    trace_values: tuple[str, ...]
+    recipes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    time_limit_min: int
+
+
+@dataclass(frozen=True)
+class Config:
+    cluster: Cluster
+    workload: Workload
+    capture: Capture
+    target: Target
+    nsight: Nsight
+    job: Job
+    output_dir: str
+
+    @property
+    def nsys_path(self) -> str:
+        return f"{self.cluster.nsight_root}/{self.nsight.nsys_relpath}"
+
+    @property
+    def importer_path(self) -> str:
+        return f"{self.cluster.nsight_root}/{self.nsight.importer_relpath}"
+
+
+def from_dict(data: dict[str, Any]) -> Config:
+    """Convert a schema-valid composed config into typed objects."""
+    c, w, cap, n = data["cluster"], data["workload"], data["capture"], data["nsight"]
+    ranks = cap["ranks"]
+    return Config(
+        cluster=Cluster(
+            name=c["name"],
+            instance_type=c["instance_type"],
+            gpu_model=c["gpu_model"],
+            gpus_per_node=c["gpus_per_node"],
+            efa_devices=c["efa_devices"],
+            nodes=c["nodes"],
+            partition=c["partition"],
+            shared_fs=c["shared_fs"],
+            nsight_root=c["nsight_root"].rstrip("/"),
+            container_runtime=c["container_runtime"],
+            slurm_gres=c["slurm"]["gres"],
+            slurm_mpi=c["slurm"]["mpi"],
+            env=tuple(sorted(c["env"].items())),
+        ),
+        workload=Workload(
+            name=w["name"],
+            kind=w["kind"],
+            launch=w["launch"],
+            container_image=w["container_image"],
+            settings=w[w["kind"]],
+        ),
+        capture=Capture(
+            mode=cap["mode"],
+            ranks=tuple(ranks) if isinstance(ranks, list) else ranks,
+            trace=tuple(cap["trace"]),
+            sample=cap["sample"],
+            cpuctxsw=cap["cpuctxsw"],
+            efa_metrics=cap["efa_metrics"],
+            gpu_metrics=cap["gpu_metrics"],
+            report_dir=cap["report_dir"].rstrip("/") or "/",
+            recipes=tuple(cap["recipes"]),
+            extra_args=tuple(cap["extra_args"]),
+            delay=cap.get("delay"),
+            duration=cap.get("duration"),
+            first_step=cap.get("first_step"),
+            last_step=cap.get("last_step"),
+            nvtx_range=cap.get("nvtx_range"),
+            nvtx_domain=cap.get("nvtx_domain"),
+        ),
+        target=Target(name=data["target"]["name"], settings=data["target"]),
+        nsight=Nsight(
+            version=n["version"],
+            full_version=n["full_version"],
+            install_method=n["install"]["method"],
+            install_urls=tuple(n["install"]["urls"]),
+            package_prefix=n["install"]["package_prefix"],
+            nsys_relpath=n["layout"]["nsys"],
+            importer_relpath=n["layout"]["importer"],
+            requirements_relpath=n["layout"]["recipe_requirements"],
+            plugins={name: tuple(flags) for name, flags in n["plugins"].items()},
+            gpu_metrics_flag=n["gpu_metrics"]["flag"],
+            gpu_metrics_node_value=n["gpu_metrics"]["node_value"],
+            cuda_event_trace=n["switches"]["cuda_event_trace"],
+            trace_values=tuple(n["trace_values"]),
+            recipes=tuple(n["recipes"]),
+        ),
+        job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
+        output_dir=data["output_dir"],
+    )

@@ -1,0 +1,146 @@
+"""Cross-field rules the JSON Schemas cannot express, reported in the same Issue shape."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterator
+
+from nsysgen.errors import Issue
+from nsysgen.model import Config
+
+Check = Callable[[Config], Iterator[Issue]]
+
+# Workloads that start/stop capture themselves through cudaProfilerStart/Stop.
+_STEP_CAPABLE = ("nemo", "fsdp", "python")
+
+
+def _ranks_in_world(config: Config) -> Iterator[Issue]:
+    ranks = config.capture.ranks
+    world = config.cluster.world_size
+    if not isinstance(ranks, tuple):
+        return
+    for index, rank in enumerate(ranks):
+        if rank >= world:
+            yield Issue(
+                f"capture.ranks[{index}]",
+                f"rank {rank} is outside the world size {world} "
+                f"({config.cluster.nodes} nodes x {config.cluster.gpus_per_node} GPUs) "
+                f"(allowed: 0..{world - 1})",
+            )
+
+
+def _window_fits_time_limit(config: Config) -> Iterator[Issue]:
+    capture = config.capture
+    if capture.mode != "window":
+        return
+    limit = config.job.time_limit_min * 60
+    delay, duration = capture.delay or 0, capture.duration or 0
+    if duration and delay + duration > limit:
+        yield Issue(
+            "capture.duration",
+            f"the window ends {delay + duration} s after launch (delay {delay} + duration "
+            f"{duration}), after the job's time limit of {limit} s (job.time_limit_min="
+            f"{config.job.time_limit_min}) (allowed: delay + duration <= {limit})",
+        )
+    elif delay >= limit:
+        yield Issue(
+            "capture.delay",
+            f"the window opens {delay} s after launch, at or after the job's time limit of "
+            f"{limit} s (allowed: delay < {limit})",
+        )
+
+
+def _collectors_supported(config: Config) -> Iterator[Issue]:
+    capture, cluster, nsight = config.capture, config.cluster, config.nsight
+    if capture.efa_metrics and cluster.efa_devices == 0:
+        yield Issue(
+            "capture.efa_metrics",
+            f"cluster {cluster.name} ({cluster.instance_type}) has no EFA devices (allowed: false)",
+        )
+    if capture.efa_metrics and "efa_metrics" not in nsight.plugins:
+        yield Issue(
+            "capture.efa_metrics",
+            f"nsys {nsight.version} has no efa_metrics plugin (allowed: false, or an nsight "
+            f"version >= 2024.3 such as nsight=2024.4.1 or nsight=2025.3.1)",
+        )
+    if capture.gpu_metrics and nsight.gpu_metrics_node_value is None:
+        yield Issue(
+            "capture.gpu_metrics",
+            f"nsys {nsight.version} ({nsight.gpu_metrics_flag}) cannot sample every GPU of a node "
+            f"from one rank (allowed: false, or nsight=2025.3.1)",
+        )
+
+
+def _step_window(config: Config) -> Iterator[Issue]:
+    capture = config.capture
+    if capture.mode != "steps":
+        return
+    first, last = capture.first_step or 0, capture.last_step or 0
+    if first > last:
+        yield Issue(
+            "capture.first_step",
+            f"first step {first} is after last step {last} "
+            f"(allowed: first_step <= last_step; both steps are recorded)",
+        )
+    if config.workload.kind not in _STEP_CAPABLE:
+        yield Issue(
+            "capture.mode",
+            f"workload {config.workload.name} ({config.workload.kind}) has no training steps that "
+            f"call cudaProfilerStart (allowed: window, nvtx)",
+        )
+    if "cuda" not in capture.trace:
+        yield Issue(
+            "capture.trace",
+            "capture by steps (cudaProfilerApi) needs 'cuda' traced (allowed: a list with 'cuda')",
+        )
+
+
+def _nvtx_traced(config: Config) -> Iterator[Issue]:
+    if config.capture.mode == "nvtx" and "nvtx" not in config.capture.trace:
+        yield Issue(
+            "capture.trace",
+            "capture by NVTX range needs 'nvtx' traced (allowed: a list with 'nvtx')",
+        )
+
+
+def _known_to_version(config: Config) -> Iterator[Issue]:
+    nsight = config.nsight
+    for field, values, known in (
+        ("trace", config.capture.trace, nsight.trace_values),
+        ("recipes", config.capture.recipes, nsight.recipes),
+    ):
+        for index, value in enumerate(values):
+            if value not in known:
+                yield Issue(
+                    f"capture.{field}[{index}]",
+                    f"{value!r} is not known to nsys {nsight.version} "
+                    f"(allowed: {', '.join(known)})",
+                )
+
+
+def _reports_on_shared_fs(config: Config) -> Iterator[Issue]:
+    shared = posixpath.normpath(config.cluster.shared_fs)
+    report_dir = posixpath.normpath(config.capture.report_dir)
+    if report_dir != shared and not report_dir.startswith(shared.rstrip("/") + "/"):
+        yield Issue(
+            "capture.report_dir",
+            f"{config.capture.report_dir} is outside the shared filesystem {shared} of cluster "
+            f"{config.cluster.name}, so reports of other nodes would be lost "
+            f"(allowed: a path under {shared})",
+        )
+
+
+CHECKS: tuple[Check, ...] = (
+    _ranks_in_world,
+    _window_fits_time_limit,
+    _collectors_supported,
+    _step_window,
+    _nvtx_traced,
+    _known_to_version,
+    _reports_on_shared_fs,
+)
+
+
+def semantic_issues(config: Config) -> list[Issue]:
+    """Every cross-field problem of a schema-valid config."""
+    return sorted({issue for check in CHECKS for issue in check(config)})

@@ -1,0 +1,8 @@
+"""Targets: one module per scheduler, listed in one registry."""
+
+from __future__ import annotations
+
+from nsysgen.targets import slurm
+from nsysgen.targets.base import Target
+
+TARGETS: dict[str, Target] = {"slurm": slurm.TARGET}

@@ -1,0 +1,103 @@
+"""validate: composed dict + JSON Schemas -> every schema problem, each with its config path.
+
+Messages say what is wrong and what is allowed; an `x-allowed` annotation in a schema replaces the
+generic description of a pattern or of a oneOf.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+
+from nsysgen.errors import Issue
+from nsysgen.resources import SCHEMAS_DIR
+
+ROOT_SCHEMA = "config.schema.json"
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    resources = []
+    for path in sorted(SCHEMAS_DIR.glob("*.schema.json")):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        resources.append((schema["$id"], Resource.from_contents(schema)))
+    registry: Registry[Any] = Registry().with_resources(resources)
+    root = json.loads((SCHEMAS_DIR / ROOT_SCHEMA).read_text(encoding="utf-8"))
+    return Draft202012Validator(root, registry=registry)
+
+
+def schema_issues(data: dict[str, Any]) -> list[Issue]:
+    """Every place where `data` breaks the composed-config schema."""
+    issues: list[Issue] = []
+    for error in _validator().iter_errors(data):
+        issues.extend(_issues_from(error))
+    return sorted(set(issues))
+
+
+def dotted(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<root>"
+
+
+def _issues_from(error: ValidationError) -> Iterator[Issue]:
+    path = list(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    allowed = schema.get("x-allowed")
+    kind = error.validator
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(schema.get("properties", {}))
+        for key in sorted(set(error.instance) - set(known)):
+            yield Issue(dotted([*path, key]), f"unknown key (allowed keys: {', '.join(known)})")
+    elif kind == "required":
+        for key in error.validator_value:
+            if isinstance(error.instance, dict) and key not in error.instance:
+                yield Issue(dotted([*path, key]), "missing (required)")
+    elif kind in ("enum", "const"):
+        values = error.validator_value if kind == "enum" else [error.validator_value]
+        choices = allowed or ", ".join(_show(v) for v in values)
+        yield Issue(dotted(path), f"{_show(error.instance)} is not allowed (allowed: {choices})")
+    elif kind in ("oneOf", "anyOf", "pattern", "not", "propertyNames"):
+        detail = allowed or _fallback_allowed(error)
+        yield Issue(dotted(path), f"{_show(error.instance)} is not allowed (allowed: {detail})")
+    elif kind == "type":
+        types = error.validator_value
+        names = " or ".join(types) if isinstance(types, list) else str(types)
+        yield Issue(dotted(path), f"{_show(error.instance)} has the wrong type (allowed: {names})")
+    else:
+        allowed = allowed or _BOUND_ALLOWED.get(str(kind), "{}").format(error.validator_value)
+        detail = f" (allowed: {allowed})" if allowed else ""
+        yield Issue(dotted(path), f"{error.message}{detail}")
+
+
+_BOUND_ALLOWED = {
+    "minimum": ">= {}",
+    "maximum": "<= {}",
+    "minItems": "at least {} item(s)",
+    "maxLength": "at most {} characters",
+    "minLength": "at least {} character(s)",
+    "uniqueItems": "distinct items",
+}
+
+
+def _fallback_allowed(error: ValidationError) -> str:
+    if error.validator == "pattern":
+        return f"text matching {error.validator_value}"
+    return "see the schema in schemas/"
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    return json.dumps(value, sort_keys=True)

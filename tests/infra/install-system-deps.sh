@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite runs for real: Slurm + munge (local cluster),
+# shellcheck (generated scripts), libssh-dev (QdstrmImporter of the unpacked nsys 2023.4.4).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+missing=()
+for cmd_pkg in slurmctld:slurm-wlm munged:munge shellcheck:shellcheck; do
+  command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || missing+=("${cmd_pkg#*:}")
+done
+[ -e /usr/lib/x86_64-linux-gnu/libssh.so ] || missing+=(libssh-dev)
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "system deps ok: $(slurmctld -V) munge $(munged --version 2>&1 | head -1) $(shellcheck --version | sed -n 2p)"
