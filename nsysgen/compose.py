@@ -59,14 +59,21 @@ class Composer:
         return sorted(self._loader.get_group_options(group))
 
     def parse(self, overrides: Sequence[str]) -> list[Override]:
-        try:
-            return self._parser.parse_overrides(list(overrides))
-        except HydraException as exc:
-            raise ComposeError(_first_paragraph(str(exc))) from None
+        parsed = []
+        for text in overrides:  # one at a time, so that an error can name its override
+            try:
+                parsed += self._parser.parse_overrides([text])
+            except HydraException as exc:
+                reason = _first_paragraph(str(exc)).splitlines()[0]
+                raise ComposeError(
+                    f"{text}: not a valid override ({reason}); the grammar is group=option or "
+                    "key=value (Hydra override grammar)"
+                ) from None
+        return parsed
 
     def compose(self, overrides: Sequence[str]) -> Composed:
         parsed = self.parse(overrides)
-        sweeps = [o.input_line for o in parsed if o.is_sweep_override()]
+        sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
         hydra_overrides = [self._tolerant(o) for o in parsed]
@@ -86,7 +93,11 @@ class Composer:
             for group, option in raw_choices.items()
             if group in GROUPS and option is not None
         }
-        return Composed(data=data, choices=choices, overrides=tuple(overrides))
+        return Composed(
+            data={str(key): value for key, value in data.items()},
+            choices=choices,
+            overrides=tuple(overrides),
+        )
 
     def _tolerant(self, override: Override) -> str:
         # A value override of an unknown key would stop Hydra at the first typo. Forcing it in

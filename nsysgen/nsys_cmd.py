@@ -6,7 +6,9 @@ from nsysgen.model import Config
 
 # SLURMD_NODENAME is the node that runs the task; HOSTNAME is the batch host for every task
 # (reference/CLUSTERS.md section 5), so it must never name a report.
-_PER_GPU_SUFFIX = "_job%q{SLURM_JOB_ID}_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
+_PER_GPU_SUFFIX = (
+    "_job%q{SLURM_JOB_ID}_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
+)
 # With one torchrun per node, SLURM_PROCID is the node index and the report holds every GPU.
 _PER_NODE_SUFFIX = "_job%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}_allgpus"
 
@@ -28,8 +30,10 @@ def window_args(config: Config) -> list[str]:
     if capture.mode == "steps":
         # stop (not the default stop-shutdown) keeps the job alive after the last step.
         return ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"]
-    target = capture.nvtx_range if capture.nvtx_domain is None else (
-        f"{capture.nvtx_range}@{capture.nvtx_domain}"
+    target = (
+        capture.nvtx_range
+        if capture.nvtx_domain is None
+        else (f"{capture.nvtx_range}@{capture.nvtx_domain}")
     )
     return [
         "--capture-range=nvtx",

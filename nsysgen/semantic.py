@@ -10,6 +10,9 @@ from nsysgen.model import Config
 
 Check = Callable[[Config], Iterator[Issue]]
 
+# Recipes with required arguments (a kernel or range name, two inputs); NSYS.md section 8.2.
+_RECIPES_NEEDING_ARGUMENTS = ("cuda_gpu_kern_pace", "nvtx_pace", "nvtx_gpu_proj_pace", "diff")
+
 # Workloads that start/stop capture themselves through cudaProfilerStart/Stop.
 _STEP_CAPABLE = ("nemo", "fsdp", "python")
 
@@ -118,6 +121,16 @@ def _known_to_version(config: Config) -> Iterator[Issue]:
                 )
 
 
+def _recipes_runnable(config: Config) -> Iterator[Issue]:
+    for index, recipe in enumerate(config.capture.recipes):
+        if recipe in _RECIPES_NEEDING_ARGUMENTS:
+            yield Issue(
+                f"capture.recipes[{index}]",
+                f"{recipe!r} needs arguments that nsysgen does not pass yet "
+                f"(allowed: recipes without required arguments)",
+            )
+
+
 def _reports_on_shared_fs(config: Config) -> Iterator[Issue]:
     shared = posixpath.normpath(config.cluster.shared_fs)
     report_dir = posixpath.normpath(config.capture.report_dir)
@@ -137,6 +150,7 @@ CHECKS: tuple[Check, ...] = (
     _step_window,
     _nvtx_traced,
     _known_to_version,
+    _recipes_runnable,
     _reports_on_shared_fs,
 )
 

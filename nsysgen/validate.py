@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -57,11 +57,12 @@ def _issues_from(error: ValidationError) -> Iterator[Issue]:
         for key in sorted(set(error.instance) - set(known)):
             yield Issue(dotted([*path, key]), f"unknown key (allowed keys: {', '.join(known)})")
     elif kind == "required":
-        for key in error.validator_value:
+        for key in cast(list[str], error.validator_value):
             if isinstance(error.instance, dict) and key not in error.instance:
                 yield Issue(dotted([*path, key]), "missing (required)")
     elif kind in ("enum", "const"):
-        values = error.validator_value if kind == "enum" else [error.validator_value]
+        value = error.validator_value
+        values = cast(list[Any], value) if kind == "enum" else [value]
         choices = allowed or ", ".join(_show(v) for v in values)
         yield Issue(dotted(path), f"{_show(error.instance)} is not allowed (allowed: {choices})")
     elif kind in ("oneOf", "anyOf", "pattern", "not", "propertyNames"):

@@ -68,9 +68,19 @@ def _nccl(config: Config) -> Program:
     return Program(
         command=(
             f"{s['build_dir']}/{s['binary']}",
-            "-b", s["min_bytes"], "-e", s["max_bytes"], "-f", str(s["step_factor"]),
+            "-b",
+            s["min_bytes"],
+            "-e",
+            s["max_bytes"],
+            "-f",
+            str(s["step_factor"]),
             # One GPU per task: the launch starts one task per GPU.
-            "-g", "1", "-c", str(s["check"]), "-n", str(s["iterations"]),
+            "-g",
+            "1",
+            "-c",
+            str(s["check"]),
+            "-n",
+            str(s["iterations"]),
         )
     )
 
@@ -79,8 +89,11 @@ def _nemo(config: Config) -> Program:
     s = config.workload.settings
     return Program(
         command=(
-            "python3", "-u", s["script"],
-            f"--config-path={s['config_path']}", f"--config-name={s['config_name']}",
+            "python3",
+            "-u",
+            s["script"],
+            f"--config-path={s['config_path']}",
+            f"--config-name={s['config_name']}",
             ShellExpr("${nemo_overrides[@]}"),
         ),
         files=(NEMO_OVERRIDES_FILE,),

@@ -38,8 +38,8 @@ def write_file(target: Path, data: bytes, mode: int) -> Status:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        Path(tmp).chmod(mode)
+        Path(tmp).replace(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -1,0 +1,84 @@
+"""Shared fixtures: running the CLI in-process, golden-file comparison, repository paths."""
+
+from __future__ import annotations
+
+import difflib
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nsysgen.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite golden files (generated/ and tests/golden/) instead of comparing them",
+    )
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run `nsysgen ARGS` in this process (fast) and return exit code, stdout and stderr."""
+
+    def run(*args: str) -> CliResult:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def run_nsysgen_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+    """Run nsysgen as a separate process (for environment and working-directory effects)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "nsysgen", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def tree_bytes(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under root: relative path -> (content, permission bits)."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def compare_trees(actual: Path, expected: Path, regenerate: str) -> None:
+    """Byte-for-byte comparison with a unified diff of the first differing file."""
+    got, want = tree_bytes(actual), tree_bytes(expected)
+    assert sorted(got) == sorted(want), f"file lists differ under {expected}; {regenerate}"
+    for name in sorted(want):
+        if got[name] == want[name]:
+            continue
+        diff = "".join(
+            difflib.unified_diff(
+                want[name][0].decode().splitlines(keepends=True),
+                got[name][0].decode().splitlines(keepends=True),
+                fromfile=f"expected/{name}",
+                tofile=f"actual/{name}",
+            )
+        )
+        modes = f"mode {oct(got[name][1])} != {oct(want[name][1])}\n"
+        pytest.fail(f"{expected / name} differs; {regenerate}\n{diff or modes}")

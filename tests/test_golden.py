@@ -1,0 +1,84 @@
+"""Golden files: every experiment compiles to exactly what generated/ holds, byte for byte, and a
+few more cases to exactly what tests/golden/ holds. Regenerate with `pytest --update-golden`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXPERIMENTS, REPO, compare_trees
+
+# Extra cases beyond the experiments: name -> overrides.
+CASES = {
+    "default": [],
+    "local-python-steps": [
+        "cluster=local",
+        "workload=python",
+        "capture=steps",
+        "nsight=2023.4.4",
+        "capture.first_step=3",
+        "capture.last_step=5",
+        "capture.ranks=one_per_node",
+        "capture.recipes=[nvtx_sum,osrt_sum]",
+        "job.name=local-python-steps",
+    ],
+    "p5-nvtx-all-ranks-gpu-metrics": [
+        "workload=nemo",
+        "capture=nvtx",
+        "capture.ranks=all",
+        "capture.nvtx_range=train",
+        "capture.efa_metrics=true",
+        "capture.gpu_metrics=true",
+        "job.name=p5-nvtx",
+    ],
+}
+
+
+def _check(
+    tmp_path: Path,
+    run_cli,
+    overrides: list[str],
+    golden: Path,  # type: ignore[no-untyped-def]
+    folder: str,
+    update: bool,
+) -> None:
+    result = run_cli(*overrides, f"output_dir={tmp_path}")
+    assert result.code == 0, result.err
+    actual = tmp_path / folder
+    if update:
+        shutil.rmtree(golden, ignore_errors=True)
+        shutil.copytree(actual, golden)
+        return
+    compare_trees(actual, golden, "run `pytest --update-golden` and review the diff")
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_experiment_matches_generated(
+    experiment: str,
+    tmp_path: Path,
+    run_cli,  # type: ignore[no-untyped-def]
+    request: pytest.FixtureRequest,
+) -> None:
+    update = bool(request.config.getoption("--update-golden"))
+    _check(
+        tmp_path,
+        run_cli,
+        [f"experiment={experiment}"],
+        REPO / "generated" / experiment,
+        experiment,
+        update,
+    )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_case_matches_golden(
+    case: str,
+    tmp_path: Path,
+    run_cli,  # type: ignore[no-untyped-def]
+    request: pytest.FixtureRequest,
+) -> None:
+    update = bool(request.config.getoption("--update-golden"))
+    golden = REPO / "tests" / "golden" / case
+    _check(tmp_path, run_cli, CASES[case], golden / "out", "", update)

@@ -1,0 +1,89 @@
+"""Every generated script parses (bash -n) and is shellcheck-clean, over a matrix of setups."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXPERIMENTS
+
+SHELL_FILES = ("job.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh")
+
+MATRIX = [
+    [
+        f"cluster={cluster}",
+        f"workload={workload}",
+        f"capture={capture}",
+        f"capture.ranks={ranks}",
+        f"job.name=m-{i}",
+    ]
+    for i, (cluster, workload, capture, ranks) in enumerate(
+        itertools.product(
+            ["p4de", "p5en", "local"],
+            ["nccl", "nemo", "fsdp", "python"],
+            ["window", "steps", "nvtx"],
+            ["[0,9]", "one_per_node", "all"],
+        )
+    )
+    if not (workload == "nccl" and capture == "steps")
+]
+SETUPS = [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX
+
+
+@pytest.fixture(scope="module")
+def compiled_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from nsysgen.cli import main
+
+    out = tmp_path_factory.mktemp("matrix")
+    for overrides in SETUPS:
+        assert main([*overrides, f"output_dir={out}"]) == 0, overrides
+    return out
+
+
+def _scripts(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.name in SHELL_FILES)
+
+
+def test_matrix_covers_every_setup(compiled_tree: Path) -> None:
+    assert len(list(compiled_tree.iterdir())) == len(SETUPS)
+    assert len(_scripts(compiled_tree)) == 4 * len(SETUPS)
+
+
+def test_bash_parses_every_script(compiled_tree: Path) -> None:
+    for script in _scripts(compiled_tree):
+        proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{script}: {proc.stderr}"
+
+
+def test_shellcheck_is_clean(compiled_tree: Path) -> None:
+    assert shutil.which("shellcheck"), (
+        "shellcheck is missing: run tests/infra/install-system-deps.sh"
+    )
+    scripts = [str(p) for p in _scripts(compiled_tree)]
+    proc = subprocess.run(
+        ["shellcheck", "--severity=style", "--shell=bash", *scripts],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[:4000]
+
+
+def test_python_helper_compiles(compiled_tree: Path) -> None:
+    helpers = sorted(compiled_tree.rglob("nsysgen_window.py"))
+    assert helpers
+    for helper in helpers:
+        compile(helper.read_text(), str(helper), "exec")
+
+
+def test_wrappers_exec_and_quote(compiled_tree: Path) -> None:
+    for wrapper in compiled_tree.rglob("nsys-exec"):
+        text = wrapper.read_text()
+        assert 'exec "$nsys" profile' in text
+        assert "HOSTNAME" not in text.replace("SLURMD_NODENAME", "")
+        assert text.rstrip().endswith('"$@"')
+    for sbatch in compiled_tree.rglob("job.sbatch"):
+        assert "\nexec srun " in sbatch.read_text()
