@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+
 from nsysgen.model import Config
 from nsysgen.render import ArtifactSpec
 from nsysgen.workloads import (
@@ -11,6 +13,21 @@ from nsysgen.workloads import (
     program,
     step_window_env,
 )
+
+
+def importer_link(config: Config) -> tuple[str, str] | None:
+    """(link, target) that puts the importer where nsys looks for it, if the layout needs one.
+
+    nsys runs `<dir of its real path>/../host-linux-x64/QdstrmImporter`. Debian splits target and
+    host into different trees, so without this link every report stays a .qdstrm.
+    """
+    nsight = config.nsight
+    target_dir = posixpath.dirname(posixpath.dirname(nsight.nsys_relpath))
+    expected = posixpath.join(target_dir, "host-linux-x64")
+    host_dir = posixpath.dirname(nsight.importer_relpath)
+    if host_dir == expected:
+        return None
+    return expected, posixpath.relpath(host_dir, posixpath.dirname(expected))
 
 
 def install_script(config: Config) -> ArtifactSpec:
@@ -28,6 +45,8 @@ def install_script(config: Config) -> ArtifactSpec:
             "root": config.cluster.nsight_root,
             "nsys_rel": nsight.nsys_relpath,
             "importer_rel": nsight.importer_relpath,
+            "importer_link": importer_link(config),
+            "create_dirs": nsight.create_dirs,
             "shared_fs": config.cluster.shared_fs,
         },
     )

@@ -69,6 +69,7 @@ class Nsight:
     install_method: str
     install_urls: tuple[str, ...]
     package_prefix: str
+    create_dirs: tuple[str, ...]
     nsys_relpath: str
     importer_relpath: str
     requirements_relpath: str
@@ -163,6 +164,7 @@ def from_dict(data: dict[str, Any]) -> Config:
             install_method=n["install"]["method"],
             install_urls=tuple(n["install"]["urls"]),
             package_prefix=n["install"]["package_prefix"],
+            create_dirs=tuple(n["install"]["create_dirs"]),
             nsys_relpath=n["layout"]["nsys"],
             importer_relpath=n["layout"]["importer"],
             requirements_relpath=n["layout"]["recipe_requirements"],

@@ -12,6 +12,8 @@ import pytest
 
 from nsysgen.cli import main
 
+pytest_plugins = ["tests.realparts"]
+
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXPERIMENTS
+from tests.conftest import EXPERIMENTS, REPO
 
 SHELL_FILES = ("job.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh")
 
@@ -87,3 +87,11 @@ def test_wrappers_exec_and_quote(compiled_tree: Path) -> None:
         assert text.rstrip().endswith('"$@"')
     for sbatch in compiled_tree.rglob("job.sbatch"):
         assert "\nexec srun " in sbatch.read_text()
+
+
+def test_repository_scripts_are_shellcheck_clean() -> None:
+    scripts = sorted(str(p) for p in (REPO / "tests" / "infra").glob("*.sh"))
+    proc = subprocess.run(
+        ["shellcheck", *scripts, str(REPO / ".ci" / "run")], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout

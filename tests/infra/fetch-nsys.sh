@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Fetches Debian's non-free nsight-systems{-target,} 2023.4.4 packages (trixie) with a private apt
-# state, so the machine's own sources stay untouched, and unpacks them (they cannot be installed on
-# bookworm). Usage: fetch-nsys.sh DEST   -> DEST/usr/lib/x86_64-linux-gnu/nsight-systems/...
+# Downloads Debian's non-free nsight-systems-target and nsight-systems 2023.4.4 packages (trixie)
+# into DEB_DIR, with a private apt state so the machine's own sources stay untouched. The
+# packages cannot be installed on bookworm; the tests unpack them with the generated
+# install-nsight.sh instead. Usage: fetch-nsys.sh DEB_DIR
 set -euo pipefail
-dest=${1:?usage: fetch-nsys.sh DEST}
+deb_dir=${1:?usage: fetch-nsys.sh DEB_DIR}
 version='2023.4.4.54~12.4.1-2'
-nsys="$dest/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys"
-importer="$dest/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter"
-if [ -x "$nsys" ] && [ -x "$importer" ]; then
-  echo "nsys already unpacked: $nsys"; exit 0
-fi
+packages=(nsight-systems-target nsight-systems)
+mkdir -p "$deb_dir"
+have=0
+for package in "${packages[@]}"; do
+  compgen -G "$deb_dir/${package}_2023.4.4.54*_amd64.deb" >/dev/null && have=$((have + 1))
+done
+[ "$have" -eq "${#packages[@]}" ] && exit 0
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
@@ -18,10 +22,8 @@ mirror=${mirror:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 printf 'deb [signed-by=%s] %s trixie non-free contrib\n' "$keyring" "$mirror" > "$work/sources.list"
 apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-          -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
+          -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o APT::Sandbox::User=root)
 apt-get "${apt_opts[@]}" -qq update
-(cd "$work" && apt-get "${apt_opts[@]}" -qq download \
-   "nsight-systems-target=$version" "nsight-systems=$version")
-mkdir -p "$dest"
-for deb in "$work"/*.deb; do dpkg -x "$deb" "$dest"; done
-"$nsys" --version
+(cd "$work" && apt-get "${apt_opts[@]}" -qq download "${packages[@]/%/=$version}")
+mv "$work"/*.deb "$deb_dir/"
+ls "$deb_dir"

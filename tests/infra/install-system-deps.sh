@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suite runs for real: Slurm + munge (local cluster),
-# shellcheck (generated scripts), libssh-dev (QdstrmImporter of the unpacked nsys 2023.4.4).
+# ShellCheck (generated scripts), libssh-dev (QdstrmImporter of the unpacked nsys 2023.4.4).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 missing=()

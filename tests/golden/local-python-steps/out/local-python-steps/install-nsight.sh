@@ -11,7 +11,7 @@
 #   (e.g. on nodes without internet access).
 # The packages are Debian's non-free nsight-systems-target (nsys) and nsight-systems (importer),
 # unpacked rather than installed. The importer needs libssh.so on the node (apt-get install
-# libssh-dev), or reports stay .qdstrm until recipes.sh converts them.
+# libssh-dev); without it reports stay .qdstrm until recipes.sh converts them.
 set -euo pipefail
 
 root=/tmp/nsysgen-shared/nsight-systems/2023.4.4
@@ -42,4 +42,9 @@ for deb in "${debs[@]}"; do
 done
 mkdir -p "$root"
 cp -a "$work/unpacked/"./. "$root/"
+# nsys looks for its importer in ../host-linux-x64 next to its own directory; this layout keeps
+# it elsewhere, so link it there (otherwise every report stays an unconverted .qdstrm).
+ln -sfn ../../nsight-systems/host-linux-x64 "$root/"usr/lib/x86_64-linux-gnu/nsight-systems/host-linux-x64
+# Directories this package leaves out but nsys needs (see the nsight config of this version).
+mkdir -p "$root/"usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/python/packages/nsys_recipe/third_party
 "$nsys" --version

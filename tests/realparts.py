@@ -1,0 +1,116 @@
+"""Session fixtures for the real components: a local Slurm cluster and nsys 2023.4.4.
+
+Both are owned by the project (tests/infra/): the Slurm cluster runs from a scratch directory
+and is stopped by PID at the end of the session; nsys comes from Debian's non-free packages,
+installed onto the test "shared filesystem" by the generated install-nsight.sh itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nsysgen.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+INFRA = REPO / "tests" / "infra"
+DEB_CACHE = REPO / ".cache" / "nsys-debs"
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    shared_fs: Path  # the cluster's "shared filesystem": generated folders, nsys, reports
+    env: dict[str, str]  # environment with SLURM_CONF for the Slurm client commands
+
+    def compile(self, *overrides: str) -> Path:
+        """Compile a config for cluster=local with nsys 2023.4.4; returns the folder."""
+        out = self.shared_fs / "jobs"
+        name = next(o.split("=", 1)[1] for o in overrides if o.startswith("job.name="))
+        code = main(
+            [
+                "cluster=local",
+                f"cluster.shared_fs={self.shared_fs}",
+                "nsight=2023.4.4",
+                *overrides,
+                f"output_dir={out}",
+            ]
+        )
+        assert code == 0
+        return out / name
+
+    def sbatch_wait(self, folder: Path, timeout: int = 300) -> tuple[int, str, str]:
+        """Submit job.sbatch from its folder, wait for it; returns (exit code, job id, log)."""
+        proc = subprocess.run(
+            ["sbatch", "--parsable", "--wait", "job.sbatch"],
+            cwd=folder,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        job_id = proc.stdout.strip().split(";")[0]
+        logs = sorted(folder.glob(f"*_{job_id}.out"))
+        log = logs[0].read_text() if logs else ""
+        return proc.returncode, job_id, log
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    for tool in ("slurmctld", "slurmd", "munged", "sbatch"):
+        assert shutil.which(tool), f"{tool} missing: run tests/infra/install-system-deps.sh"
+    base = tmp_path_factory.mktemp("slurm")
+    shared = tmp_path_factory.mktemp("shared")
+    start = subprocess.run(
+        [str(INFRA / "slurm.sh"), "start", str(base)], capture_output=True, text=True
+    )
+    assert start.returncode == 0, start.stdout + start.stderr
+    env = {**os.environ, "SLURM_CONF": start.stdout.strip().splitlines()[-1]}
+    try:
+        yield LocalCluster(shared_fs=shared, env=env)
+    finally:
+        subprocess.run([str(INFRA / "slurm.sh"), "stop", str(base)], check=False)
+
+
+@pytest.fixture(scope="session")
+def nsys_2023(local_cluster: LocalCluster) -> Path:
+    """nsys 2023.4.4 installed on the shared filesystem by the generated install script."""
+    fetch = subprocess.run(
+        [str(INFRA / "fetch-nsys.sh"), str(DEB_CACHE)], capture_output=True, text=True
+    )
+    assert fetch.returncode == 0, fetch.stdout + fetch.stderr
+    folder = local_cluster.compile("workload=python", "job.name=install")
+    debs = sorted(str(p) for p in DEB_CACHE.glob("*.deb"))
+    install = subprocess.run(
+        [str(folder / "install-nsight.sh"), *debs], capture_output=True, text=True
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert install.stdout.strip().endswith("2023.4.4.54-234433681190v0")
+    nsys = (
+        local_cluster.shared_fs
+        / "nsight-systems"
+        / "2023.4.4"
+        / "usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys"
+    )
+    assert os.access(nsys, os.X_OK)
+    return nsys
+
+
+def python_workload(cluster: LocalCluster, *args: str) -> list[str]:
+    """Overrides that run tests/workloads/nvtx_steps.py from the shared filesystem."""
+    script = cluster.shared_fs / "nvtx_steps.py"
+    if not script.exists():
+        shutil.copy(REPO / "tests" / "workloads" / "nvtx_steps.py", script)
+    quoted = ",".join(f"'{a}'" for a in args)
+    return [
+        "workload=python",
+        f"workload.python.interpreter={sys.executable}",
+        f"workload.python.script={script}",
+        f"workload.python.args=[{quoted}]",
+    ]

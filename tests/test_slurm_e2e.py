@@ -1,0 +1,261 @@
+"""Generated artifacts run for real: sbatch on a local Slurm (2 nodes x 8 fake GPUs), the
+generated wrapper around a real nsys 2023.4.4, on a CPU program that marks steps with NVTX."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nsysgen.cli import main
+from tests.conftest import EXPERIMENTS
+from tests.realparts import LocalCluster, python_workload
+
+pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
+
+NODE_OF = {rank: f"node{rank // 8 + 1}" for rank in range(16)}
+
+# policy -> (capture.ranks override, the ranks that must record)
+POLICIES = {
+    "rank0": ("[0]", {0}),
+    "one-per-node": ("one_per_node", {0, 8}),
+    "list": ("[1,10]", {1, 10}),
+    "all": ("all", set(range(16))),
+}
+
+
+def nvtx_ranges(nsys: Path, report: Path) -> list[tuple[str, int, int]]:
+    """(name, start, end) of every NVTX push/pop and start/end range, from the SQLite export."""
+    sqlite_file = report.with_suffix(".sqlite")
+    subprocess.run(
+        [
+            str(nsys),
+            "export",
+            "--type",
+            "sqlite",
+            "--force-overwrite",
+            "true",
+            "--output",
+            str(sqlite_file),
+            str(report),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    with sqlite3.connect(sqlite_file) as db:
+        return db.execute(
+            "SELECT COALESCE(e.text, s.value), e.start, e.end FROM NVTX_EVENTS e "
+            "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.eventType IN (59, 60) "
+            "ORDER BY e.start"
+        ).fetchall()
+
+
+def markers(folder: Path) -> dict[int, dict[str, object]]:
+    return {
+        int(p.stem.removeprefix("rank")): json.loads(p.read_text())
+        for p in (folder / "markers").glob("rank*.json")
+    }
+
+
+def test_sbatch_test_only_accepts_every_experiment_and_local_shape(
+    local_cluster: LocalCluster,
+) -> None:
+    out = local_cluster.shared_fs / "test-only"
+    folders = []
+    for overrides in [[f"experiment={e}"] for e in EXPERIMENTS] + [
+        # p4de and p5 shapes fit the local cluster: 2 nodes x 8 GPUs.
+        [f"cluster={cluster}", f"workload={workload}"]
+        for cluster in ("p4de", "p5")
+        for workload in ("nccl", "nemo", "fsdp")
+    ]:
+        assert main([*overrides, f"output_dir={out}"]) == 0
+    folders = sorted(p for p in out.iterdir())
+    assert len(folders) == len(EXPERIMENTS) + 6
+    folders.append(local_cluster.compile(*python_workload(local_cluster), "job.name=shape-local"))
+    for folder in folders:
+        proc = subprocess.run(
+            ["sbatch", "--test-only", "job.sbatch"],
+            cwd=folder,
+            env=local_cluster.env,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, f"{folder.name}: {proc.stderr}"
+        assert "to start at" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_selected_ranks_record_exactly_the_nvtx_window(
+    policy: str, local_cluster: LocalCluster, nsys_2023: Path
+) -> None:
+    ranks_override, recorded = POLICIES[policy]
+    name = f"e2e-{policy}"
+    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
+    folder = local_cluster.compile(
+        *python_workload(
+            local_cluster, "--steps=8", "--profile-steps=3:5", f"--marker-dir={marker_dir}"
+        ),
+        "capture=nvtx",
+        "capture.nvtx_range=profile",
+        "capture.trace=[nvtx,osrt]",
+        f"capture.ranks={ranks_override}",
+        "capture.recipes=[nvtx_sum,osrt_sum]",
+        f"job.name={name}",
+        "job.time_limit_min=10",
+    )
+    marker_dir.mkdir()
+    code, job_id, log = local_cluster.sbatch_wait(folder)
+    assert code == 0, log
+
+    # Every rank ran once, on its node; exactly the selected ones under nsys.
+    seen = markers(folder)
+    assert sorted(seen) == list(range(16)), log
+    for rank, marker in seen.items():
+        assert marker["node"] == NODE_OF[rank]
+        assert marker["under_nsys"] is (rank in recorded), (rank, marker)
+        assert marker["parent"] == ("nsys-launcher" if rank in recorded else "slurmstepd")
+
+    report_dir = local_cluster.shared_fs / "nsight-reports" / name
+    expected = {
+        f"{name}_job{job_id}_rank{rank}_node{rank // 8}_{NODE_OF[rank]}.nsys-rep"
+        for rank in recorded
+    }
+    assert {p.name for p in report_dir.glob("*.nsys-rep")} == expected
+    assert not list(report_dir.glob("*.qdstrm")), "the importer did not run"
+
+    for report in sorted(report_dir.glob("*.nsys-rep")):
+        names = [row[0] for row in nvtx_ranges(nsys_2023, report)]
+        # The capture opens with the "profile" range: steps 3..5 inside, nothing outside.
+        assert names == ["profile", "step 3", "step 4", "step 5"], (report.name, names)
+
+
+def test_window_capture_records_a_slice_and_the_job_keeps_running(
+    local_cluster: LocalCluster, nsys_2023: Path
+) -> None:
+    name = "e2e-window"
+    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
+    folder = local_cluster.compile(
+        *python_workload(
+            local_cluster, "--steps=30", "--step-seconds=0.2", f"--marker-dir={marker_dir}"
+        ),
+        "capture=window",
+        "capture.delay=2",
+        "capture.duration=2",
+        "capture.ranks=[9]",
+        "capture.trace=[nvtx,osrt]",
+        f"job.name={name}",
+        "job.time_limit_min=10",
+    )
+    marker_dir.mkdir()
+    code, job_id, log = local_cluster.sbatch_wait(folder)
+    assert code == 0, log
+    # --duration with --kill=none: the recorded rank finished all its steps too.
+    assert {m["steps_done"] for m in markers(folder).values()} == {30}
+    reports = list((local_cluster.shared_fs / "nsight-reports" / name).glob("*.nsys-rep"))
+    assert [r.name for r in reports] == [f"{name}_job{job_id}_rank9_node1_node2.nsys-rep"]
+    steps = [int(row[0].split()[1]) for row in nvtx_ranges(nsys_2023, reports[0])]
+    # A 2 s window of a 6 s run: a contiguous run of steps, none from the start or the end.
+    assert steps == list(range(steps[0], steps[-1] + 1))
+    assert steps[0] >= 3 and steps[-1] <= 26 and 5 <= len(steps) <= 14, steps
+
+
+def test_recipes_script_converts_leftover_qdstrm_and_runs_recipes(
+    local_cluster: LocalCluster, nsys_2023: Path
+) -> None:
+    name = "e2e-recipes"
+    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
+    folder = local_cluster.compile(
+        *python_workload(local_cluster, "--steps=6", f"--marker-dir={marker_dir}"),
+        "capture=window",
+        "capture.delay=0",
+        "capture.duration=0",
+        "capture.ranks=one_per_node",
+        "capture.trace=[nvtx,osrt]",
+        "capture.recipes=[nvtx_sum,osrt_sum]",
+        f"job.name={name}",
+        "job.time_limit_min=10",
+    )
+    marker_dir.mkdir()
+    # Without the importer next to nsys, reports stay .qdstrm, as on a cluster where only the
+    # target half of Nsight was installed; recipes.sh must convert them first.
+    link = nsys_2023.parent.parent / "host-linux-x64"
+    target = link.readlink()
+    link.unlink()
+    try:
+        code, job_id, log = local_cluster.sbatch_wait(folder)
+    finally:
+        link.symlink_to(target)
+    assert code == 0, log
+    report_dir = local_cluster.shared_fs / "nsight-reports" / name
+    stems = {f"{name}_job{job_id}_rank{r}_node{r // 8}_{NODE_OF[r]}" for r in (0, 8)}
+    assert {p.stem for p in report_dir.glob("*.qdstrm")} == stems
+    assert not list(report_dir.glob("*.nsys-rep"))
+
+    proc = subprocess.run([str(folder / "recipes.sh")], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("recipes.sh: converting ") == 2
+    assert {p.stem for p in report_dir.glob("*.nsys-rep")} == stems
+    out = report_dir / "recipes"
+    for recipe in ("nvtx_sum", "osrt_sum"):
+        produced = {p.name for p in (out / recipe).iterdir()}
+        assert {"all_stats.parquet", f"{recipe}.nsys-analysis"} <= produced, produced
+    # The per-range statistics hold every step, once from each of the two reports.
+    venv_python = out / ".venv" / "bin" / "python3"
+    read = subprocess.run(
+        [
+            str(venv_python),
+            "-c",
+            "import sys, pandas; d = pandas.read_parquet(sys.argv[1]); "
+            "print(sorted((str(t), int(c)) for t, c in d['Count'].items()))",
+            str(out / "nvtx_sum" / "all_stats.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert read.stdout.strip() == str([(f"step {i}", 2) for i in range(6)]), read.stdout
+
+
+def test_failing_profiled_rank_is_named_and_fails_the_job(
+    local_cluster: LocalCluster, nsys_2023: Path
+) -> None:
+    name = "e2e-fail"
+    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
+    folder = local_cluster.compile(
+        *python_workload(local_cluster, "--steps=2", f"--marker-dir={marker_dir}", "--fail-rank=8"),
+        "capture=window",
+        "capture.delay=0",
+        "capture.duration=0",
+        "capture.ranks=[8]",
+        "capture.trace=[nvtx]",
+        f"job.name={name}",
+        "job.time_limit_min=10",
+    )
+    marker_dir.mkdir()
+    code, _, log = local_cluster.sbatch_wait(folder)
+    assert code != 0
+    assert "node2: task 8: Exited with exit code 1" in log, log
+
+
+def test_missing_nsys_stops_with_one_line_reason(local_cluster: LocalCluster) -> None:
+    name = "e2e-no-nsys"
+    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
+    folder = local_cluster.compile(
+        *python_workload(local_cluster, "--steps=1", f"--marker-dir={marker_dir}"),
+        "cluster.nsight_root=/nonexistent/nsight",
+        "capture.ranks=[3]",
+        f"job.name={name}",
+        "job.time_limit_min=10",
+    )
+    marker_dir.mkdir()
+    code, _, log = local_cluster.sbatch_wait(folder)
+    assert code != 0
+    assert (
+        "3: nsys-exec: task 3 on node1: no nsys at /nonexistent/nsight/usr/lib/x86_64-linux-gnu/"
+        "nsight-systems/target-linux-x64/nsys (run install-nsight.sh first)" in log
+    ), log
+    assert "+ " not in log  # no shell trace
+    assert sorted(markers(folder)) == [r for r in range(16) if r != 3]

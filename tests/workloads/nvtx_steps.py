@@ -1,0 +1,56 @@
+"""A small CPU "training" program for the real Slurm + nsys tests.
+
+Each step is an NVTX range named "step N" (PyPI nvtx 0.2.11: newer releases emit nothing under
+nsys 2023.4.4, see tests/README.md). Optionally one NVTX range named "profile" spans a window of
+steps, for capture by NVTX range. Every rank writes a JSON marker saying where it ran and whether
+nsys launched it, so tests can check that unselected ranks ran without nsys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import nvtx
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--step-seconds", type=float, default=0.05)
+    parser.add_argument("--profile-steps", default="", help="FIRST:LAST, both included")
+    parser.add_argument("--marker-dir", required=True)
+    parser.add_argument("--fail-rank", type=int, default=-1)
+    args = parser.parse_args()
+
+    rank = int(os.environ["SLURM_PROCID"])
+    first, last = (
+        (int(x) for x in args.profile_steps.split(":")) if args.profile_steps else (-1, -1)
+    )
+    for step in range(args.steps):
+        if step == first:
+            nvtx.push_range("profile")
+        with nvtx.annotate(f"step {step}"):
+            busy_until = time.monotonic() + args.step_seconds
+            while time.monotonic() < busy_until:
+                pass
+            time.sleep(0.002)  # a traced OS runtime call (nanosleep) in every step
+        if step == last:
+            nvtx.pop_range()
+    parent = Path(f"/proc/{os.getppid()}/comm").read_text().strip()
+    marker = {
+        "rank": rank,
+        "node": os.environ.get("SLURMD_NODENAME"),
+        "parent": parent,
+        "under_nsys": "libToolsInjection" in os.environ.get("LD_PRELOAD", ""),
+        "steps_done": args.steps,
+    }
+    Path(args.marker_dir, f"rank{rank}.json").write_text(json.dumps(marker))
+    return 1 if rank == args.fail_rank else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
