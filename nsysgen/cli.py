@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsysgen import __version__
+from nsysgen.build import FolderResult, build_single, build_sweep
+from nsysgen.check import check_output, render_report
 from nsysgen.compose import GROUPS, Composer
-from nsysgen.errors import EXIT_BUG, EXIT_INVALID, EXIT_OK, NsysgenError
-from nsysgen.pipeline import compile_config
-from nsysgen.write import write_folder
+from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
 
-USAGE = "usage: nsysgen [--config-dir DIR]... [OVERRIDE ...]"
+USAGE = """usage: nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]
+       nsysgen check [output_dir=DIR]"""
 
 
 class UsageError(NsysgenError):
@@ -28,11 +29,15 @@ class Arguments:
     config_dirs: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
     help: bool = False
+    multirun: bool = False
+    command: str = "compile"
 
 
 def parse_arguments(argv: Sequence[str]) -> Arguments:
     args = Arguments()
     words = list(argv)
+    if words and words[0] == "check":
+        args.command = words.pop(0)
     while words:
         word = words.pop(0)
         if word in ("-h", "--help"):
@@ -44,7 +49,7 @@ def parse_arguments(argv: Sequence[str]) -> Arguments:
         elif word.startswith("--config-dir="):
             args.config_dirs.append(word.split("=", 1)[1])
         elif word in ("-m", "--multirun"):
-            raise UsageError("sweeps (-m) are not available in this version")
+            args.multirun = True
         elif word.startswith("-") and not word.startswith(("--", "~")) or word.startswith("--"):
             raise UsageError(f"unknown option {word}")
         else:
@@ -60,7 +65,10 @@ def help_text(composer: Composer) -> str:
         USAGE,
         "",
         "Compiles one config into OUTPUT_DIR/<job.name>/ (sbatch, nsys wrapper, install and",
-        "recipes scripts, README). Overrides use Hydra's grammar: group=option, key=value.",
+        "recipes scripts, README, manifest). Overrides use Hydra's grammar: group=option,",
+        "key=value. With -m, a sweep: every point goes to OUTPUT_DIR/<job.name>/<point>/.",
+        "`nsysgen check` recompiles every folder under OUTPUT_DIR from its manifest and exits 1",
+        "on any difference.",
         "",
         "Config groups (* = default):",
     ]
@@ -86,25 +94,53 @@ def help_text(composer: Composer) -> str:
         "  nsysgen",
         "  nsysgen experiment=fsdp-p4de",
         "  nsysgen workload=nccl cluster=p4de capture=window capture.delay=5",
+        "  nsysgen -m capture.delay=30,60,90 capture.duration=30,60",
+        "  nsysgen -m 'capture.delay=range(30,91,30)' cluster=p4de,p5",
+        "  nsysgen -m capture.delay+capture.duration=30:60,90:30     (paired values)",
+        "  nsysgen check",
         "",
-        "Exit codes: 0 ok, 2 invalid input, 3 internal error (a bug in nsysgen).",
+        "Exit codes: 0 ok, 1 check found differences, 2 invalid input, 3 internal error (a bug).",
     ]
     return "\n".join(lines)
 
 
+def _summary(results: list[FolderResult]) -> str:
+    counts: dict[str, int] = {}
+    for result in results:
+        for status in result.statuses:
+            counts[status.status] = counts.get(status.status, 0) + 1
+    changed = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != "identical")
+    return changed or "unchanged"
+
+
+def run_check(args: Arguments) -> int:
+    output_dir = Path("generated")
+    for word in args.overrides:
+        if not word.startswith("output_dir="):
+            raise UsageError(f"check takes only output_dir=DIR, not {word}")
+        output_dir = Path(word.split("=", 1)[1])
+    report = check_output(output_dir)
+    print(render_report(report, output_dir))
+    return EXIT_DRIFT if report.findings else EXIT_OK
+
+
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(argv)
+    if args.command == "check":
+        return run_check(args)
     composer = Composer([Path(d) for d in args.config_dirs])
     if args.help:
         print(help_text(composer))
         return EXIT_OK
-    composed = composer.compose(args.overrides)
-    compiled = compile_config(composed, args.config_dirs)
-    folder = Path(compiled.config.output_dir) / compiled.folder
-    statuses = write_folder(compiled.files, folder)
-    counts = {s: sum(1 for f in statuses if f.status == s) for s in ("created", "updated")}
-    changed = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "unchanged"
-    print(f"{folder}: {len(statuses)} files ({changed})")
+    if args.multirun:
+        sweep = build_sweep(composer, args.overrides, args.config_dirs)
+        files = sum(len(r.statuses) for r in sweep.folders)
+        print(
+            f"{sweep.root}: {sweep.points} sweep points, {files} files ({_summary(sweep.folders)})"
+        )
+        return EXIT_OK
+    result = build_single(composer, args.overrides, args.config_dirs)
+    print(f"{result.folder}: {len(result.statuses)} files ({_summary([result])})")
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ This is the only module that touches Hydra.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
 from hydra.types import RunMode
-from omegaconf import OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from nsysgen.errors import ComposeError
@@ -53,7 +54,11 @@ class Composer:
                 anchor=SearchPathQuery(provider="main"),
             )
         self._loader = ConfigLoaderImpl(config_search_path=search_path)
-        self._parser = OverridesParser.create()
+        # With the loader, glob() sweeps can list the options of a group.
+        self._parser = OverridesParser.create(config_loader=self._loader)
+        # Composed (unresolved) configs per group-choosing overrides: a sweep over values
+        # composes once and only applies its values per point (reference/HYDRA.md section 5).
+        self._bases: dict[tuple[str, ...], tuple[DictConfig, dict[str, str]]] = {}
 
     def group_options(self, group: str) -> list[str]:
         return sorted(self._loader.get_group_options(group))
@@ -76,36 +81,53 @@ class Composer:
         sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
-        hydra_overrides = [self._tolerant(o) for o in parsed]
+        structural = [o for o in parsed if not self._is_value(o)]
+        values = [o for o in parsed if self._is_value(o)]
+        base, choices = self._base([str(o.input_line) for o in structural])
+        cfg = copy.deepcopy(base)
         try:
-            cfg = self._loader.load_configuration(
-                PRIMARY_CONFIG, hydra_overrides, RunMode.RUN, from_shell=True
-            )
-            raw_choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
-            with open_dict(cfg):
-                del cfg["hydra"]
+            # Struct mode off: an unknown key is reported by the schema, with the allowed keys.
+            OmegaConf.set_struct(cfg, False)
+            for override in values:
+                OmegaConf.update(cfg, override.key_or_group, override.value(), merge=False)
             data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-        except (HydraException, OmegaConfBaseException) as exc:
+        except OmegaConfBaseException as exc:
             raise ComposeError(_first_paragraph(str(exc))) from None
-        assert isinstance(data, dict) and isinstance(raw_choices, dict)
-        choices = {
-            str(group): str(option)
-            for group, option in raw_choices.items()
-            if group in GROUPS and option is not None
-        }
+        assert isinstance(data, dict)
         return Composed(
             data={str(key): value for key, value in data.items()},
             choices=choices,
             overrides=tuple(overrides),
         )
 
-    def _tolerant(self, override: Override) -> str:
-        # A value override of an unknown key would stop Hydra at the first typo. Forcing it in
-        # (++key=value) lets the schema report every unknown key at once, with the allowed keys.
-        is_value_change = override.type == OverrideType.CHANGE and override.package is None
-        if is_value_change and not self._loader.repository.group_exists(override.key_or_group):
-            return f"++{override.input_line}"
-        return str(override.input_line)
+    def _is_value(self, override: Override) -> bool:
+        """A plain key=value (or ++key=value) that needs no recomposition."""
+        return (
+            override.type in (OverrideType.CHANGE, OverrideType.FORCE_ADD)
+            and override.package is None
+            and not self._loader.repository.group_exists(override.key_or_group)
+        )
+
+    def _base(self, overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
+        key = tuple(overrides)
+        if key not in self._bases:
+            try:
+                cfg = self._loader.load_configuration(
+                    PRIMARY_CONFIG, overrides, RunMode.RUN, from_shell=True
+                )
+            except (HydraException, OmegaConfBaseException) as exc:
+                raise ComposeError(_first_paragraph(str(exc))) from None
+            raw_choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+            assert isinstance(raw_choices, dict)
+            with open_dict(cfg):
+                del cfg["hydra"]
+            choices = {
+                str(group): str(option)
+                for group, option in sorted(raw_choices.items())
+                if group in GROUPS and option is not None
+            }
+            self._bases[key] = (cfg, choices)
+        return self._bases[key]
 
 
 def _first_paragraph(message: str) -> str:

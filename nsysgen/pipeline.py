@@ -1,5 +1,8 @@
-"""The compile pipeline, in order: validate -> model -> plan -> render (compose and write are the
-callers' side effects, so that sweeps can compose once and write many times)."""
+"""The compile pipeline, in order: validate -> model -> plan -> render -> manifest.
+
+Compose and write are the callers' side effects, so that a sweep can compose once per group
+choice, compile every point in memory, and write only when every point is valid.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import dataclass
 from nsysgen import model
 from nsysgen.compose import Composed
 from nsysgen.errors import InvalidConfig
+from nsysgen.manifest import Manifest, build_manifest
 from nsysgen.render import RenderedFile, render
 from nsysgen.semantic import semantic_issues
 from nsysgen.targets import TARGETS
@@ -19,16 +23,20 @@ from nsysgen.validate import schema_issues
 @dataclass(frozen=True)
 class Compiled:
     config: model.Config
-    folder: str  # relative to output_dir
     files: list[RenderedFile]
+    manifest: Manifest
 
 
-def regenerate_command(overrides: Sequence[str], config_dirs: Sequence[str] = ()) -> str:
+def regenerate_command(
+    args: Sequence[str], config_dirs: Sequence[str] = (), multirun: bool = False
+) -> str:
     """The command that rebuilds a folder; output_dir is left out (it is where, not what)."""
     words = ["nsysgen"]
     for directory in config_dirs:
         words += ["--config-dir", directory]
-    words += [o for o in overrides if not o.startswith("output_dir=")]
+    if multirun:
+        words.append("-m")
+    words += [a for a in args if not a.startswith("output_dir=")]
     return shlex.join(words)
 
 
@@ -44,8 +52,11 @@ def build_config(composed: Composed) -> model.Config:
     return config
 
 
-def compile_config(composed: Composed, config_dirs: Sequence[str] = ()) -> Compiled:
+def compile_config(composed: Composed, command: str, config_dirs: Sequence[str] = ()) -> Compiled:
+    """Everything one output folder holds, in memory."""
     config = build_config(composed)
     specs = TARGETS[config.target.name].plan(config)
-    files = render(specs, regenerate_command(composed.overrides, config_dirs))
-    return Compiled(config=config, folder=config.job.name, files=files)
+    files = render(specs, command)
+    overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
+    manifest = build_manifest(files, command, overrides, tuple(config_dirs), composed.choices)
+    return Compiled(config=config, files=files, manifest=manifest)

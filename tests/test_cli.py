@@ -37,6 +37,7 @@ def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path
         "generated/nccl-p5-slurm/install-nsight.sh",
         "generated/nccl-p5-slurm/job.sbatch",
         "generated/nccl-p5-slurm/nsys-exec",
+        "generated/nccl-p5-slurm/nsysgen-manifest.json",
         "generated/nccl-p5-slurm/recipes.sh",
     ]
     again = run_nsysgen_process(cwd=tmp_path)
@@ -116,12 +117,12 @@ def test_user_config_dir_replaces_packaged_option(tmp_path: Path, run_cli) -> No
 def test_internal_error_exits_3_and_says_it_is_a_bug(
     monkeypatch: pytest.MonkeyPatch, run_cli
 ) -> None:  # type: ignore[no-untyped-def]
-    import nsysgen.cli
+    import nsysgen.build
 
     def broken(*_: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(nsysgen.cli, "compile_config", broken)
+    monkeypatch.setattr(nsysgen.build, "compile_config", broken)
     result = run_cli()
     assert result.code == 3
     assert "internal error (RuntimeError: boom). This is a bug in nsysgen" in result.err

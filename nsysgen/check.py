@@ -1,0 +1,153 @@
+"""`nsysgen check`: is every folder under output_dir exactly what its manifest compiles to today?"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from nsysgen.build import SWEEP_INDEX
+from nsysgen.compose import Composer
+from nsysgen.errors import NsysgenError
+from nsysgen.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
+from nsysgen.pipeline import compile_config
+
+Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: Path
+    kind: Kind
+    regenerate: str
+    detail: str = ""  # a unified diff, or the reason
+
+    def __str__(self) -> str:
+        head = f"{self.path}: {self.kind} (regenerate: {self.regenerate})"
+        return f"{head}\n{self.detail}" if self.detail else head
+
+
+@dataclass
+class CheckReport:
+    folders: int
+    files: int
+    findings: list[Finding]
+
+
+class _Composers:
+    """One composer per set of user config directories (each composes with its own cache)."""
+
+    def __init__(self) -> None:
+        self._by_dirs: dict[tuple[str, ...], Composer] = {}
+
+    def get(self, config_dirs: tuple[str, ...]) -> Composer:
+        if config_dirs not in self._by_dirs:
+            self._by_dirs[config_dirs] = Composer([Path(d) for d in config_dirs])
+        return self._by_dirs[config_dirs]
+
+
+def _diff(expected: bytes, actual: bytes, name: str) -> str:
+    lines = difflib.unified_diff(
+        actual.decode(errors="replace").splitlines(keepends=True),
+        expected.decode(errors="replace").splitlines(keepends=True),
+        fromfile=f"{name} (on disk)",
+        tofile=f"{name} (compiled now)",
+    )
+    text = "".join(lines)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding]]:
+    manifest = Manifest.read(folder / MANIFEST_NAME)
+    regenerate = manifest.command
+    try:
+        composed = composers.get(manifest.config_dirs).compose(list(manifest.overrides))
+        compiled = compile_config(composed, manifest.command, manifest.config_dirs)
+    except NsysgenError as error:
+        return 0, [Finding(folder, "invalid", regenerate, error.user_message())]
+    expected: list[tuple[str, bytes, int]] = [
+        (f.path, f.text.encode(), file_mode(f.executable)) for f in compiled.files
+    ]
+    expected.append((MANIFEST_NAME, compiled.manifest.to_text().encode(), 0o644))
+    findings = list(_compare(folder, expected, manifest, regenerate))
+    planned = {name for name, _, _ in expected}
+    for name in sorted(set(manifest.files) - planned):
+        if (folder / name).is_file():
+            findings.append(
+                Finding(
+                    folder / name, "orphaned", regenerate, "written by nsysgen, no longer planned"
+                )
+            )
+    return len(expected), findings
+
+
+def _compare(
+    folder: Path, expected: list[tuple[str, bytes, int]], manifest: Manifest, regenerate: str
+) -> Iterator[Finding]:
+    for name, data, mode in expected:
+        path = folder / name
+        if not path.is_file():
+            yield Finding(path, "missing", regenerate)
+            continue
+        actual = path.read_bytes()
+        actual_mode = path.stat().st_mode & 0o777
+        if actual == data and actual_mode == mode:
+            continue
+        record = manifest.files.get(name)
+        hand_edited = name != MANIFEST_NAME and (record is None or record.sha256 != sha256(actual))
+        detail = _diff(data, actual, name) or f"mode {actual_mode:04o}, expected {mode:04o}\n"
+        yield Finding(
+            path, "edited by hand" if hand_edited else "changed", regenerate, detail.rstrip("\n")
+        )
+
+
+def _check_sweep_index(index_path: Path) -> list[Finding]:
+    index = json.loads(index_path.read_text())
+    root = index_path.parent
+    findings = []
+    for slug in sorted(index["points"]):
+        if not (root / slug / MANIFEST_NAME).is_file():
+            findings.append(Finding(root / slug, "missing", index["command"], "sweep point"))
+    for manifest_path in sorted(root.glob(f"*/{MANIFEST_NAME}")):
+        if manifest_path.parent.name not in index["points"]:
+            findings.append(
+                Finding(
+                    manifest_path.parent,
+                    "orphaned",
+                    index["command"],
+                    "sweep point no longer in the sweep",
+                )
+            )
+    return findings
+
+
+def check_output(output_dir: Path) -> CheckReport:
+    if not output_dir.is_dir():
+        raise NsysgenError(f"error: output_dir {output_dir} does not exist")
+    composers = _Composers()
+    report = CheckReport(folders=0, files=0, findings=[])
+    for manifest_path in sorted(output_dir.rglob(MANIFEST_NAME)):
+        files, findings = check_folder(manifest_path.parent, composers)
+        report.folders += 1
+        report.files += files
+        report.findings += findings
+    for index_path in sorted(output_dir.rglob(SWEEP_INDEX)):
+        report.findings += _check_sweep_index(index_path)
+    return report
+
+
+def render_report(report: CheckReport, output_dir: Path) -> str:
+    if not report.findings:
+        return (
+            f"nsysgen check: {report.folders} folders, {report.files} files current in {output_dir}"
+        )
+    lines = [str(finding) for finding in report.findings]
+    count = len(report.findings)
+    lines.append(
+        f"nsysgen check: {count} problem{'s' if count != 1 else ''} in {output_dir} "
+        "(run the regenerate commands above, or undo the hand edits)"
+    )
+    return "\n".join(lines)
