@@ -8,7 +8,7 @@ This is the only module that touches Hydra.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from nsysgen.errors import ComposeError
+from nsysgen.interpolate import Unsupported, resolve
 from nsysgen.resources import CONF_DIR
 
 GROUPS = ("cluster", "workload", "capture", "target", "nsight", "experiment")
@@ -58,7 +59,8 @@ class Composer:
         self._parser = OverridesParser.create(config_loader=self._loader)
         # Composed (unresolved) configs per group-choosing overrides: a sweep over values
         # composes once and only applies its values per point (reference/HYDRA.md section 5).
-        self._bases: dict[tuple[str, ...], tuple[DictConfig, dict[str, str]]] = {}
+        self._bases: dict[tuple[str, ...], _Base] = {}
+        self._parsed: dict[str, list[Override]] = {}
 
     def group_options(self, group: str) -> list[str]:
         return sorted(self._loader.get_group_options(group))
@@ -66,39 +68,36 @@ class Composer:
     def parse(self, overrides: Sequence[str]) -> list[Override]:
         parsed = []
         for text in overrides:  # one at a time, so that an error can name its override
-            try:
-                parsed += self._parser.parse_overrides([text])
-            except HydraException as exc:
-                reason = _first_paragraph(str(exc)).splitlines()[0]
-                raise ComposeError(
-                    f"{text}: not a valid override ({reason}); the grammar is group=option or "
-                    "key=value (Hydra override grammar)"
-                ) from None
+            if text not in self._parsed:
+                try:
+                    self._parsed[text] = self._parser.parse_overrides([text])
+                except HydraException as exc:
+                    reason = _first_paragraph(str(exc)).splitlines()[0]
+                    raise ComposeError(
+                        f"{text}: not a valid override ({reason}); the grammar is group=option "
+                        "or key=value (Hydra override grammar)"
+                    ) from None
+            parsed += self._parsed[text]
         return parsed
 
-    def compose(self, overrides: Sequence[str]) -> Composed:
+    def compose(
+        self, overrides: Sequence[str], values: Mapping[str, Any] | None = None
+    ) -> Composed:
+        """Compose `overrides`, then set `values` (dotted key -> value) as if overridden last."""
         parsed = self.parse(overrides)
         sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
-        structural = [o for o in parsed if not self._is_value(o)]
-        values = [o for o in parsed if self._is_value(o)]
-        base, choices = self._base([str(o.input_line) for o in structural])
-        cfg = copy.deepcopy(base)
+        structural = [str(o.input_line) for o in parsed if not self._is_value(o)]
+        assignments = [(o.key_or_group, o.value()) for o in parsed if self._is_value(o)]
+        assignments += list((values or {}).items())
+        base = self._base(structural)
         try:
-            # Struct mode off: an unknown key is reported by the schema, with the allowed keys.
-            OmegaConf.set_struct(cfg, False)
-            for override in values:
-                OmegaConf.update(cfg, override.key_or_group, override.value(), merge=False)
-            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-        except OmegaConfBaseException as exc:
-            raise ComposeError(_first_paragraph(str(exc))) from None
-        assert isinstance(data, dict)
-        return Composed(
-            data={str(key): value for key, value in data.items()},
-            choices=choices,
-            overrides=tuple(overrides),
-        )
+            data = _assign_and_resolve(base.plain, assignments)
+        except Unsupported:
+            data = _assign_and_resolve_with_omegaconf(base.cfg, assignments)
+        extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
+        return Composed(data=data, choices=base.choices, overrides=(*overrides, *extra))
 
     def _is_value(self, override: Override) -> bool:
         """A plain key=value (or ++key=value) that needs no recomposition."""
@@ -108,7 +107,7 @@ class Composer:
             and not self._loader.repository.group_exists(override.key_or_group)
         )
 
-    def _base(self, overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
+    def _base(self, overrides: list[str]) -> _Base:
         key = tuple(overrides)
         if key not in self._bases:
             try:
@@ -126,8 +125,50 @@ class Composer:
                 for group, option in sorted(raw_choices.items())
                 if group in GROUPS and option is not None
             }
-            self._bases[key] = (cfg, choices)
+            plain = OmegaConf.to_container(cfg, resolve=False)
+            assert isinstance(plain, dict)
+            self._bases[key] = _Base(cfg, {str(k): v for k, v in plain.items()}, choices)
         return self._bases[key]
+
+
+@dataclass(frozen=True)
+class _Base:
+    cfg: DictConfig  # as Hydra composed it, interpolations unresolved
+    plain: dict[str, Any]  # the same as plain containers
+    choices: dict[str, str]
+
+
+def _assign_and_resolve(
+    plain: dict[str, Any], assignments: list[tuple[str, Any]]
+) -> dict[str, Any]:
+    data = copy.deepcopy(plain)
+    for dotted, value in assignments:
+        if isinstance(value, str) and "${" in value:
+            raise Unsupported(value)
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise Unsupported(dotted)  # OmegaConf reports this one
+        node[leaf] = copy.deepcopy(value)
+    return resolve(data)
+
+
+def _assign_and_resolve_with_omegaconf(
+    base: DictConfig, assignments: list[tuple[str, Any]]
+) -> dict[str, Any]:
+    cfg = copy.deepcopy(base)
+    try:
+        # Struct mode off: an unknown key is reported by the schema, with the allowed keys.
+        OmegaConf.set_struct(cfg, False)
+        for dotted, value in assignments:
+            OmegaConf.update(cfg, dotted, value, merge=False)
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        raise ComposeError(_first_paragraph(str(exc))) from None
+    assert isinstance(data, dict)
+    return {str(key): value for key, value in data.items()}
 
 
 def _first_paragraph(message: str) -> str:

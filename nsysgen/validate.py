@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, cast
 
 from jsonschema import Draft202012Validator
@@ -22,14 +22,40 @@ ROOT_SCHEMA = "config.schema.json"
 
 
 @cache
-def _validator() -> Draft202012Validator:
+def _root_schema() -> dict[str, Any]:
+    schema = json.loads((SCHEMAS_DIR / ROOT_SCHEMA).read_text(encoding="utf-8"))
+    assert isinstance(schema, dict)
+    return schema
+
+
+@cache
+def _validator(name: str | None = None) -> Draft202012Validator:
+    """The composed-config schema (name None) with every block accepted as is, or one block's.
+
+    Blocks are checked apart, so that a sweep re-checks only the blocks that change.
+    """
     resources = []
     for path in sorted(SCHEMAS_DIR.glob("*.schema.json")):
         schema = json.loads(path.read_text(encoding="utf-8"))
         resources.append((schema["$id"], Resource.from_contents(schema)))
     registry: Registry[Any] = Registry().with_resources(resources)
-    root = json.loads((SCHEMAS_DIR / ROOT_SCHEMA).read_text(encoding="utf-8"))
-    return Draft202012Validator(root, registry=registry)
+    root = _root_schema()
+    if name is None:
+        schema = {**root, "properties": dict.fromkeys(root["properties"], True)}
+    else:
+        schema = {**root["properties"][name], "$id": root["$id"]}
+    return Draft202012Validator(schema, registry=registry)
+
+
+@lru_cache(maxsize=4096)
+def _block_issues(name: str, canonical: str) -> tuple[Issue, ...]:
+    # Keyed by the block's canonical JSON: a sweep changes one block and re-checks only that one.
+    errors = _validator(name).iter_errors(json.loads(canonical))
+    return tuple(
+        Issue(f"{name}.{issue.path}" if issue.path != "<root>" else name, issue.message)
+        for error in errors
+        for issue in _issues_from(error)
+    )
 
 
 def schema_issues(data: dict[str, Any]) -> list[Issue]:
@@ -37,6 +63,9 @@ def schema_issues(data: dict[str, Any]) -> list[Issue]:
     issues: list[Issue] = []
     for error in _validator().iter_errors(data):
         issues.extend(_issues_from(error))
+    for name in _root_schema()["properties"]:
+        if name in data:
+            issues += _block_issues(name, json.dumps(data[name], sort_keys=True))
     return sorted(set(issues))
 
 

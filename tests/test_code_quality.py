@@ -13,8 +13,8 @@ from tests.conftest import REPO
 @pytest.mark.parametrize(
     "command",
     [
-        ["ruff", "check", "nsysgen", "tests"],
-        ["ruff", "format", "--check", "nsysgen", "tests"],
+        ["ruff", "check", "nsysgen", "tests", "bench"],
+        ["ruff", "format", "--check", "nsysgen", "tests", "bench"],
         ["mypy"],
     ],
     ids=["ruff-check", "ruff-format", "mypy"],
