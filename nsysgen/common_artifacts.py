@@ -62,7 +62,6 @@ def recipes_script(config: Config) -> ArtifactSpec:
             "version": config.nsight.version,
             "nsys": config.nsys_path,
             "importer": config.importer_path,
-            "requirements": f"{config.cluster.nsight_root}/{config.nsight.requirements_relpath}",
             "report_dir": config.capture.report_dir,
             "recipes": config.capture.recipes,
         },

@@ -72,7 +72,6 @@ class Nsight:
     create_dirs: tuple[str, ...]
     nsys_relpath: str
     importer_relpath: str
-    requirements_relpath: str
     plugins: dict[str, tuple[str, ...]]
     gpu_metrics_flag: str
     gpu_metrics_node_value: str | None
@@ -167,7 +166,6 @@ def from_dict(data: dict[str, Any]) -> Config:
             create_dirs=tuple(n["install"]["create_dirs"]),
             nsys_relpath=n["layout"]["nsys"],
             importer_relpath=n["layout"]["importer"],
-            requirements_relpath=n["layout"]["recipe_requirements"],
             plugins={name: tuple(flags) for name, flags in n["plugins"].items()},
             gpu_metrics_flag=n["gpu_metrics"]["flag"],
             gpu_metrics_node_value=n["gpu_metrics"]["node_value"],

@@ -44,8 +44,11 @@ def window_args(config: Config) -> list[str]:
     ]
 
 
-def profile_args(config: Config) -> list[str]:
-    """Switches common to every recorded rank (collectors come from collector_args)."""
+def profile_args(config: Config, output: str | None = None) -> list[str]:
+    """Switches common to every recorded rank (collectors come from collector_args).
+
+    `output` replaces the Slurm report name (the EKS injector has its own placeholders).
+    """
     capture = config.capture
     args = [
         f"--trace={','.join(capture.trace)}",
@@ -55,7 +58,8 @@ def profile_args(config: Config) -> list[str]:
     ]
     if config.nsight.cuda_event_trace and "cuda" in capture.trace:
         args.append("--cuda-event-trace=false")
-    args += ["--force-overwrite=true", f"--output={report_output(config)}", *capture.extra_args]
+    output = report_output(config) if output is None else output
+    args += ["--force-overwrite=true", f"--output={output}", *capture.extra_args]
     return args
 
 

@@ -46,7 +46,7 @@ def build_config(composed: Composed) -> model.Config:
     if issues:
         raise InvalidConfig(issues, composed.choices)
     config = model.from_dict(composed.data)
-    issues = semantic_issues(config)
+    issues = semantic_issues(config) + list(TARGETS[config.target.name].checks(config))
     if issues:
         raise InvalidConfig(issues, composed.choices)
     return config

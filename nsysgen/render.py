@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 import jinja2
+import yaml
 
 from nsysgen import __version__
 from nsysgen.resources import TEMPLATES_DIR
@@ -44,6 +45,12 @@ def shjoin(values: Iterable[object]) -> str:
     return " ".join(shquote(value) for value in values)
 
 
+def to_yaml(data: object) -> str:
+    """Block-style YAML with sorted keys: stable diffs, and it round-trips (tests check)."""
+    text = yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=1000)
+    return text.rstrip("\n")
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -59,6 +66,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["shquote"] = shquote
     env.filters["shjoin"] = shjoin
+    env.filters["to_yaml"] = to_yaml
     return env
 
 

@@ -3,12 +3,46 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
 
 Check = Callable[[Config], Iterator[Issue]]
+
+# Switches nsysgen sets from capture.* itself; set again in extra_args they would contradict it
+# (e.g. --duration without --kill=none ends the training, which a restart policy restarts).
+_OWNED_SWITCHES = (
+    "--trace",
+    "-t",
+    "--sample",
+    "-s",
+    "--cpuctxsw",
+    "--delay",
+    "-y",
+    "--duration",
+    "-d",
+    "--kill",
+    "--capture-range",
+    "-c",
+    "--capture-range-end",
+    "--nvtx-capture",
+    "-p",
+    "--output",
+    "-o",
+    "--force-overwrite",
+    "-f",
+    "--enable",
+    "--gpu-metrics-device",
+    "--gpu-metrics-devices",
+)
+# Names of variables that hold secrets, and shapes of well-known tokens.
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|CREDENTIAL)", re.I)
+_TOKEN_SHAPES = re.compile(
+    r"(hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{30,}|gh[ousr]_[A-Za-z0-9]{30,}"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9]{32,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+)
 
 # Recipes with required arguments (a kernel or range name, two inputs); NSYS.md section 8.2.
 _RECIPES_NEEDING_ARGUMENTS = ("cuda_gpu_kern_pace", "nvtx_pace", "nvtx_gpu_proj_pace", "diff")
@@ -131,6 +165,53 @@ def _recipes_runnable(config: Config) -> Iterator[Issue]:
             )
 
 
+def _extra_args_not_owned(config: Config) -> Iterator[Issue]:
+    for index, arg in enumerate(config.capture.extra_args):
+        switch = arg.split("=", 1)[0]
+        if switch in _OWNED_SWITCHES:
+            yield Issue(
+                f"capture.extra_args[{index}]",
+                f"{switch} is set by nsysgen from capture.* (mode, delay, duration, trace, "
+                "efa_metrics, ...) and would contradict it (allowed: other nsys profile switches)",
+            )
+
+
+def _iter_strings(node: object, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _iter_strings(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from _iter_strings(value, f"{path}[{index}]")
+    elif isinstance(node, str):
+        yield path, node
+
+
+def _no_secrets(config: Config) -> Iterator[Issue]:
+    for name, value in config.cluster.env:
+        if _SECRET_NAME.search(name) and value:
+            yield Issue(
+                f"cluster.env.{name}",
+                "looks like a secret, and generated files are committed (allowed: a variable "
+                "set at run time, e.g. exported before sbatch, or target.secret_env on EKS)",
+            )
+    cluster = {**config.cluster.__dict__, "env": dict(config.cluster.env)}
+    blocks = {
+        "cluster": cluster,
+        "workload": config.workload.settings,
+        "capture": config.capture.__dict__,
+        "target": config.target.settings,
+    }
+    for block, data in blocks.items():
+        for path, text in _iter_strings(data, block):
+            if _TOKEN_SHAPES.search(text):
+                yield Issue(
+                    path,
+                    "holds what looks like an access token or key (allowed: no "
+                    "secrets in configs; pass them at run time or from a Kubernetes Secret)",
+                )
+
+
 def _reports_on_shared_fs(config: Config) -> Iterator[Issue]:
     shared = posixpath.normpath(config.cluster.shared_fs)
     report_dir = posixpath.normpath(config.capture.report_dir)
@@ -151,6 +232,8 @@ CHECKS: tuple[Check, ...] = (
     _nvtx_traced,
     _known_to_version,
     _recipes_runnable,
+    _extra_args_not_owned,
+    _no_secrets,
     _reports_on_shared_fs,
 )
 

@@ -18,10 +18,10 @@ def test_help_lists_groups_and_options(run_cli) -> None:  # type: ignore[no-unty
     assert lines["cluster"].endswith("local, p4d, p4de, p5*, p5e, p5en, p6-b200")
     assert lines["workload"].endswith("fsdp, nccl*, nemo, python")
     assert lines["capture"].endswith("nvtx, steps, window*")
-    assert lines["target"].endswith("slurm*")
+    assert lines["target"].endswith("eks, slurm*")
     assert lines["nsight"].endswith("2023.4.4, 2024.4.1, 2025.3.1*")
     assert lines["experiment"].endswith(
-        "fsdp-p4de, nccl-allreduce-p4de, nccl-scatter-p4de, nemo-p5"
+        "fsdp-p4de, fsdp-p4de-eks, fsdp-p5-eks, nccl-allreduce-p4de, nccl-scatter-p4de, nemo-p5"
     )
 
 

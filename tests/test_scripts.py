@@ -11,7 +11,15 @@ import pytest
 
 from tests.conftest import EXPERIMENTS, REPO
 
-SHELL_FILES = ("job.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh")
+SLURM_SCRIPTS = ("job.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh")
+EKS_SCRIPTS = (
+    "install-injector.sh",
+    "uninstall-injector.sh",
+    "label-namespace.sh",
+    "fetch-reports.sh",
+    "recipes.sh",
+)
+SHELL_FILES = set(SLURM_SCRIPTS + EKS_SCRIPTS)
 
 MATRIX = [
     [
@@ -49,8 +57,12 @@ def _scripts(root: Path) -> list[Path]:
 
 
 def test_matrix_covers_every_setup(compiled_tree: Path) -> None:
-    assert len(list(compiled_tree.iterdir())) == len(SETUPS)
-    assert len(_scripts(compiled_tree)) == 4 * len(SETUPS)
+    folders = sorted(compiled_tree.iterdir())
+    assert len(folders) == len(SETUPS)
+    for folder in folders:
+        eks = (folder / "pytorchjob.yaml").exists()
+        expected = EKS_SCRIPTS if eks else SLURM_SCRIPTS
+        assert sorted(p.name for p in _scripts(folder)) == sorted(expected), folder.name
 
 
 def test_bash_parses_every_script(compiled_tree: Path) -> None:
@@ -80,6 +92,7 @@ def test_python_helper_compiles(compiled_tree: Path) -> None:
 
 
 def test_wrappers_exec_and_quote(compiled_tree: Path) -> None:
+    assert len(list(compiled_tree.rglob("nsys-exec"))) == len(MATRIX) + 4
     for wrapper in compiled_tree.rglob("nsys-exec"):
         text = wrapper.read_text()
         assert 'exec "$nsys" profile' in text

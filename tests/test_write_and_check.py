@@ -32,7 +32,7 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int, int, int]]:
 def test_generated_is_current(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("check", f"output_dir={REPO / 'generated'}")
     assert result.code == 0, result.out
-    assert result.out.startswith("nsysgen check: 4 folders, ")
+    assert result.out.startswith("nsysgen check: 6 folders, ")
 
 
 def test_manifest_records_provenance_and_no_machine_facts(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]

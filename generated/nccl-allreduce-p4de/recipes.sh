@@ -5,12 +5,14 @@
 # Turns the reports of job nccl-allreduce-p4de into `nsys recipe` outputs, with nsys 2024.4.1.
 # Usage: recipes.sh [REPORT_DIR [OUTPUT_DIR]]
 #   REPORT_DIR defaults to /fsx/nsight-reports/nccl-allreduce-p4de; OUTPUT_DIR to REPORT_DIR/recipes.
+#   NSYS and QDSTRM_IMPORTER override where nsys 2024.4.1 and its importer are.
 #   Each recipe writes OUTPUT_DIR/<recipe>/; the recipes' Python packages go to OUTPUT_DIR/.venv.
 set -euo pipefail
 
-nsys=/fsx/nsight-systems/2024.4.1/target-linux-x64/nsys
-importer=/fsx/nsight-systems/2024.4.1/host-linux-x64/QdstrmImporter
-requirements=/fsx/nsight-systems/2024.4.1/target-linux-x64/python/packages/nsys_recipe/requirements
+nsys=${NSYS:-/fsx/nsight-systems/2024.4.1/target-linux-x64/nsys}
+importer=${QDSTRM_IMPORTER:-/fsx/nsight-systems/2024.4.1/host-linux-x64/QdstrmImporter}
+# Every nsys install keeps the recipes' requirement files next to the nsys binary.
+requirements="$(dirname "$(readlink -f "$nsys")")/python/packages/nsys_recipe/requirements"
 report_dir=${1:-/fsx/nsight-reports/nccl-allreduce-p4de}
 out_dir=${2:-$report_dir/recipes}
 shopt -s nullglob

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsysgen.targets import slurm
+from nsysgen.targets import eks, slurm
 from nsysgen.targets.base import Target
 
-TARGETS: dict[str, Target] = {"slurm": slurm.TARGET}
+TARGETS: dict[str, Target] = {"eks": eks.TARGET, "slurm": slurm.TARGET}

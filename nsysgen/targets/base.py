@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from nsysgen.errors import Issue
 from nsysgen.model import Config
 from nsysgen.render import ArtifactSpec
 
@@ -13,3 +14,5 @@ from nsysgen.render import ArtifactSpec
 class Target:
     name: str
     plan: Callable[[Config], list[ArtifactSpec]]
+    # Rules only this target has, reported like every other semantic problem.
+    checks: Callable[[Config], Iterator[Issue]] = lambda _config: iter(())

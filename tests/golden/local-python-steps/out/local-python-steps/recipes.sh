@@ -5,12 +5,14 @@
 # Turns the reports of job local-python-steps into `nsys recipe` outputs, with nsys 2023.4.4.
 # Usage: recipes.sh [REPORT_DIR [OUTPUT_DIR]]
 #   REPORT_DIR defaults to /tmp/nsysgen-shared/nsight-reports/local-python-steps; OUTPUT_DIR to REPORT_DIR/recipes.
+#   NSYS and QDSTRM_IMPORTER override where nsys 2023.4.4 and its importer are.
 #   Each recipe writes OUTPUT_DIR/<recipe>/; the recipes' Python packages go to OUTPUT_DIR/.venv.
 set -euo pipefail
 
-nsys=/tmp/nsysgen-shared/nsight-systems/2023.4.4/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys
-importer=/tmp/nsysgen-shared/nsight-systems/2023.4.4/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter
-requirements=/tmp/nsysgen-shared/nsight-systems/2023.4.4/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/python/packages/nsys_recipe/requirements
+nsys=${NSYS:-/tmp/nsysgen-shared/nsight-systems/2023.4.4/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys}
+importer=${QDSTRM_IMPORTER:-/tmp/nsysgen-shared/nsight-systems/2023.4.4/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter}
+# Every nsys install keeps the recipes' requirement files next to the nsys binary.
+requirements="$(dirname "$(readlink -f "$nsys")")/python/packages/nsys_recipe/requirements"
 report_dir=${1:-/tmp/nsysgen-shared/nsight-reports/local-python-steps}
 out_dir=${2:-$report_dir/recipes}
 shopt -s nullglob

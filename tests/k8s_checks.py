@@ -1,0 +1,136 @@
+"""Offline stand-ins for what a live EKS cluster would check (reference/EKS.md sections 3, 5).
+
+- the PyTorchJob CRD schema (kubeflow/training-operator v1.9.0), with unknown fields made
+  errors as `kubectl --validate=strict` does;
+- the training operator's validating-webhook rules, re-implemented from its source;
+- the pod template as a Pod, against the Kubernetes schemas that kubernetes-validate ships;
+- Helm values against the JSON Schemas in schemas/ written from the charts' documented keys.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CRD = REPO.parent / "shared" / "reference" / "kubeflow.org_pytorchjobs.yaml"
+KUBERNETES_VERSION = "1.31"
+HELM_SCHEMAS = {
+    "sidecar": "helm-devtools-sidecar-injector-1.0.schema.json",
+    "operator": "helm-nsight-operator-1.schema.json",
+}
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            node.setdefault("additionalProperties", False)
+        for value in node.values():
+            _strict(value)
+    elif isinstance(node, list):
+        for value in node:
+            _strict(value)
+    return node
+
+
+@cache
+def _crd_validator() -> jsonschema.Draft4Validator:
+    crd = yaml.safe_load(CRD.read_text())
+    schema = copy.deepcopy(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    return jsonschema.Draft4Validator(_strict(schema))
+
+
+def crd_problems(job: dict[str, Any]) -> list[str]:
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in sorted(_crd_validator().iter_errors(job), key=lambda e: list(e.absolute_path))
+    ]
+
+
+def _container_problems(kind: str, replica: dict[str, Any]) -> list[str]:
+    problems = []
+    containers = replica.get("template", {}).get("spec", {}).get("containers", [])
+    if not containers:
+        problems.append(f"{kind} has no container")
+    if not any(c.get("name") == "pytorch" for c in containers):
+        problems.append(f"{kind} has no container named pytorch")
+    for container in containers:
+        if not container.get("image"):
+            problems.append(f"{kind} container {container.get('name')} has no image")
+        for section in ("requests", "limits"):
+            for resource, amount in container.get("resources", {}).get(section, {}).items():
+                if amount is None:
+                    problems.append(f"{kind} {section} {resource} has no value")
+    return problems
+
+
+def webhook_problems(job: dict[str, Any]) -> list[str]:
+    """The training operator's admission rules (pkg/webhooks/pytorch/pytorchjob_webhook.go)."""
+    problems = []
+    if not _DNS_1035.match(job.get("metadata", {}).get("name", "")):
+        problems.append("metadata.name is not a DNS-1035 label")
+    spec = job.get("spec", {})
+    replicas = spec.get("pytorchReplicaSpecs", {})
+    for kind, replica in replicas.items():
+        if kind not in ("Master", "Worker"):
+            problems.append(f"replica type {kind} is not Master or Worker")
+        problems += _container_problems(kind, replica)
+    if "Master" in replicas and replicas["Master"].get("replicas") != 1:
+        problems.append("Master.replicas must be 1")
+    if "Worker" in replicas and replicas["Worker"].get("replicas", 1) < 1:
+        problems.append("Worker.replicas must be >= 1")
+    elastic = spec.get("elasticPolicy")
+    if elastic is not None and "Worker" not in replicas:
+        problems.append("elasticPolicy needs a Worker")
+    if elastic is not None and "nProcPerNode" in elastic and "nprocPerNode" in spec:
+        problems.append("elasticPolicy.nProcPerNode and nprocPerNode are exclusive")
+    return problems
+
+
+def pod_problems(job: dict[str, Any]) -> list[str]:
+    problems = []
+    for kind, replica in job["spec"]["pytorchReplicaSpecs"].items():
+        template = replica["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{job['metadata']['name']}-{kind.lower()}-0",
+                **template.get("metadata", {}),
+            },
+            "spec": template["spec"],
+        }
+        try:
+            kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            problems.append(f"{kind}: {error.message} at {list(error.path)}")
+    return problems
+
+
+@cache
+def _helm_validator(injector: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((REPO / "schemas" / HELM_SCHEMAS[injector]).read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def helm_problems(values: dict[str, Any], injector: str) -> list[str]:
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in _helm_validator(injector).iter_errors(values)
+    ]
+
+
+def load_generated_yaml(path: Path) -> Any:
+    """A generated YAML file, checking that it is block YAML behind a comment header."""
+    text = path.read_text()
+    assert text.startswith("# Generated by nsysgen "), path
+    return yaml.safe_load(text)

@@ -1,0 +1,280 @@
+"""EKS target: artifacts validated offline against the real CRD, the operator's webhook rules,
+the Kubernetes schemas and the charts' value schemas; the guide's mistakes rejected."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from nsysgen.cli import main
+from tests.conftest import REPO
+from tests.k8s_checks import (
+    crd_problems,
+    helm_problems,
+    load_generated_yaml,
+    pod_problems,
+    webhook_problems,
+)
+
+EKS_EXPERIMENTS = ["fsdp-p4de-eks", "fsdp-p5-eks"]
+IMAGE = "workload.container_image=registry.example.com/fsdp:1"
+MATRIX = [
+    [
+        f"cluster={cluster}",
+        "target=eks",
+        "workload=fsdp",
+        IMAGE,
+        f"capture={capture}",
+        f"target.injector={injector}",
+        f"capture.ranks={ranks}",
+        f"job.name=eks-{i}",
+    ]
+    for i, (cluster, capture, injector, ranks) in enumerate(
+        itertools.product(
+            ["p4de", "p5", "p5en", "p6-b200"],
+            ["window", "steps", "nvtx"],
+            ["sidecar", "operator"],
+            ["[0]", "all"],
+        )
+    )
+]
+
+
+@pytest.fixture(scope="module")
+def eks_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("eks")
+    for overrides in [[f"experiment={e}"] for e in EKS_EXPERIMENTS] + MATRIX:
+        assert main([*overrides, f"output_dir={out}"]) == 0, overrides
+    return out
+
+
+def folders(tree: Path) -> list[Path]:
+    return sorted(p for p in tree.iterdir() if p.is_dir())
+
+
+def test_every_pytorchjob_passes_crd_webhook_and_pod_schemas(eks_tree: Path) -> None:
+    assert len(folders(eks_tree)) == len(EKS_EXPERIMENTS) + len(MATRIX)
+    for folder in folders(eks_tree):
+        job = load_generated_yaml(folder / "pytorchjob.yaml")
+        assert crd_problems(job) == [], folder.name
+        assert webhook_problems(job) == [], folder.name
+        assert pod_problems(job) == [], folder.name
+
+
+def test_every_helm_values_file_passes_its_chart_schema(eks_tree: Path) -> None:
+    for folder in folders(eks_tree):
+        values = load_generated_yaml(folder / "values-injector.yaml")
+        injector = "sidecar" if "injectionMatch" in values["profile"] else "operator"
+        assert helm_problems(values, injector) == [], folder.name
+        args = values["profile"]["devtoolArgs"]
+        assert args.startswith("profile ") and "%q{" not in args
+        if "--duration=" in args:
+            assert "--kill=none" in args
+
+
+def test_validators_catch_the_guides_manifest() -> None:
+    """The guide's FSDP manifest: a GPU resource with no value, bash -c, etcd rendezvous."""
+    guide = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "fsdp"},
+        "spec": {
+            "elasticPolicy": {
+                "rdzvBackend": "etcd",
+                "rdzvHost": "etcd",
+                "rdzvPort": 2379,
+                "minReplicas": 1,
+                "maxReplicas": 96,
+                "maxRestarts": 100,
+            },
+            "pytorchReplicaSpecs": {
+                "Worker": {
+                    "replicas": 2,
+                    "restartPolicy": "OnFailure",
+                    "template": {
+                        "metadata": {
+                            "labels": {"app": "fsdp", "nvidia-devtools-sidecar-injector": "enabled"}
+                        },
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "pytorch",
+                                    "image": "fsdp:pytorch2.2",
+                                    "command": [
+                                        "bash",
+                                        "-c",
+                                        "torchrun --nproc_per_node=8 train.py",
+                                    ],
+                                    "resources": {
+                                        "requests": {"nvidia.com/gpu": None},
+                                        "limits": {"nvidia.com/gpu": None},
+                                    },
+                                }
+                            ]
+                        },
+                    },
+                }
+            },
+        },
+    }
+    assert any("None is not valid" in p for p in crd_problems(guide))
+    assert "Worker requests nvidia.com/gpu has no value" in webhook_problems(guide)
+    typo = {
+        **guide,
+        "spec": {
+            **guide["spec"],
+            "pytorchReplicaSpecs": {
+                "Worker": {**guide["spec"]["pytorchReplicaSpecs"]["Worker"], "replica": 2}
+            },
+        },
+    }
+    assert any("'replica' was unexpected" in p for p in crd_problems(typo))
+    no_master_one = {
+        **guide,
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 2, "template": {"spec": {"containers": [{"name": "main"}]}}}
+            }
+        },
+    }
+    assert webhook_problems(no_master_one) == [
+        "Master has no container named pytorch",
+        "Master container main has no image",
+        "Master.replicas must be 1",
+    ]
+
+
+def test_pytorchjob_carries_label_resources_efa_and_secret_refs(eks_tree: Path) -> None:
+    job = load_generated_yaml(eks_tree / "fsdp-p4de-eks" / "pytorchjob.yaml")
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert (specs["Master"]["replicas"], specs["Worker"]["replicas"]) == (1, 1)
+    for spec in specs.values():
+        template = spec["template"]
+        assert template["metadata"]["labels"]["nvidia-devtools-sidecar-injector"] == "enabled"
+        container = template["spec"]["containers"][0]
+        assert container["resources"]["limits"] == {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4}
+        assert container["command"] == ["/usr/local/bin/torchrun"]
+        assert {
+            "name": "HF_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}},
+        } in container["env"]
+        assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in template["spec"]["volumes"]
+        assert spec["restartPolicy"] == "Never"
+    p5 = load_generated_yaml(eks_tree / "fsdp-p5-eks" / "pytorchjob.yaml")["spec"]
+    workers = p5["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["labels"]
+    assert "nvidia-nsight-profile" not in workers  # ranks [0]: only the Master pod records
+    master = p5["pytorchReplicaSpecs"]["Master"]["template"]
+    assert master["metadata"]["labels"]["nvidia-nsight-profile"] == "enabled"
+    assert master["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+
+
+INVALID = {
+    "gpu-resource-without-value": (
+        ["target.extra_resources={nvidia.com/gpu: null}"],
+        "target.extra_resources.nvidia.com/gpu: null has the wrong type (allowed: integer or "
+        "string)",
+    ),
+    "namespace-expansion-bug": (
+        ["target.namespace=${example-ns}"],
+        None,  # Hydra resolves ${...}: a compose error naming the interpolation
+    ),
+    "namespace-not-a-name": (
+        ["target.namespace='example-ns}'"],
+        "target.namespace: 'example-ns}' is not allowed (allowed: a DNS-1123 label: lower-case "
+        "letters, digits and '-', at most 63 characters)",
+    ),
+    "token-in-env": (
+        ["cluster.env={HF_TOKEN: hf_abcdefghijklmnopqrstuvwxyz123456}"],
+        "cluster.env.HF_TOKEN: looks like a secret, and generated files are committed (allowed: "
+        "a variable set at run time, e.g. exported before sbatch, or target.secret_env on EKS)",
+    ),
+    "duration-without-kill-none": (
+        ['capture.extra_args=["--duration=60"]'],
+        "capture.extra_args[0]: --duration is set by nsysgen from capture.* (mode, delay, "
+        "duration, trace, efa_metrics, ...) and would contradict it (allowed: other nsys profile "
+        "switches)",
+    ),
+    "match-also-bash-wrapper": (
+        ["target.injection_match='^.*torchrun.*$'"],
+        "target.injection_match: '^.*torchrun.*$' also matches a shell wrapper such as '/bin/bash "
+        "-c torchrun --nproc_per_node=8 /fsdp/train.py', which would be profiled too (allowed: a "
+        "pattern anchored on the interpreter, e.g. null)",
+    ),
+    "match-nothing": (
+        ["target.injection_match='^/opt/conda/bin/python3 .*torchrun.*$'"],
+        "target.injection_match: '^/opt/conda/bin/python3 .*torchrun.*$' matches nothing: the pod "
+        "runs '/usr/bin/python3 /usr/local/bin/torchrun --nproc_per_node=8 /fsdp/train.py' "
+        "(allowed: a pattern matching that line, e.g. null for the exact one)",
+    ),
+    "match-workers": (
+        ["target.injection_match='^/usr/bin/python3 .*$'"],
+        "target.injection_match: '^/usr/bin/python3 .*$' also matches torchrun's worker processes "
+        "('/usr/bin/python3 -u /fsdp/train.py'): one report per GPU instead of one per pod "
+        "(allowed: a pattern matching only the torchrun line, e.g. null)",
+    ),
+    "match-unportable": (
+        ["target.injection_match='^/usr/bin/python3\\s.*$'"],
+        "target.injection_match: '^/usr/bin/python3\\\\s.*$' uses '\\\\s', which the injector's "
+        "regex engine may not support (allowed: ^ $ . * + ? [] () | and literal text)",
+    ),
+    "ranks-on-a-worker-only": (
+        ["capture.ranks=[8]"],
+        "capture.ranks: ranks [8] run on nodes [1]; the injector label selects the Master pod "
+        "(node 0) or every pod (allowed: ranks on node 0, ranks on every node, one_per_node, all)",
+    ),
+    "nccl-on-eks": (
+        ["workload=nccl"],
+        "workload.kind: target eks runs PyTorch jobs with one torchrun per pod; 'nccl' is not one "
+        "(allowed: workload=fsdp)",
+    ),
+    "job-name-not-dns-1035": (
+        ["job.name=9lives"],
+        "job.name: '9lives' is not a PyTorchJob name (allowed: a DNS-1035 label: lower-case "
+        "letters, digits and '-', starting with a letter)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INVALID))
+def test_guide_mistakes_are_input_errors(name: str, tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    overrides, expected = INVALID[name]
+    base = [
+        "cluster=p4de",
+        "workload=fsdp",
+        "target=eks",
+        IMAGE,
+        "workload.fsdp.args=[]",
+        "workload.fsdp.script=/fsdp/train.py",
+    ]
+    if name == "nccl-on-eks":
+        base = ["target=eks"]
+    result = run_cli(*base, *overrides, f"output_dir={tmp_path}")
+    assert result.code == 2, result
+    assert "Traceback" not in result.err
+    if expected is None:
+        assert "example-ns" in result.err
+    else:
+        assert f"  {expected}" in result.err.splitlines(), result.err
+    assert not any(tmp_path.iterdir())
+
+
+def test_eks_scripts_quote_the_namespace_and_clean_up_leftovers(eks_tree: Path) -> None:
+    folder = eks_tree / "fsdp-p4de-eks"
+    uninstall = (folder / "uninstall-injector.sh").read_text()
+    for leftover in (
+        "kubectl delete namespace nvidia-devtools-sidecar-injector",
+        "sidecar-injector-webhook",
+        "nvidia-devtools-sidecar-injector-webhook",
+        "nvidia-devtools-sidecar-injector-custom",
+    ):
+        assert leftover in uninstall
+    label = (folder / "label-namespace.sh").read_text()
+    assert "namespace=${1:-default}" in label and '"$namespace"' in label
+    assert "example-ns" not in label
+
+
+def test_committed_eks_experiments_exist() -> None:
+    for experiment in EKS_EXPERIMENTS:
+        assert (REPO / "generated" / experiment / "pytorchjob.yaml").is_file()
