@@ -140,7 +140,7 @@ def test_output_is_identical_across_directories_users_and_hash_seeds(tmp_path: P
             "PYTHONHASHSEED": seed,
             "HOME": str(cwd),
         }
-        for experiment in ("fsdp-p4de", "nemo-p5"):
+        for experiment in ("fsdp-p4de", "nemo-p5", "fsdp-p4de-eks"):
             result = run_nsysgen_process(f"experiment={experiment}", cwd=cwd, env=env)
             assert result.code == 0, result.err
         trees.append(tree_bytes(cwd / "generated"))
