@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import posixpath
+from pathlib import Path
 
+from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.model import Config
-from nsysgen.render import ArtifactSpec
+from nsysgen.patch import PatchError, patch_source, unified_patch
+from nsysgen.render import ArtifactSpec, render_template
 from nsysgen.workloads import (
     NEMO_OVERRIDES_FILE,
+    PATCH_FILE,
     WINDOW_HELPER_FILE,
     nemo_overrides,
     program,
@@ -68,10 +72,34 @@ def recipes_script(config: Config) -> ArtifactSpec:
     )
 
 
+def training_patch(config: Config) -> ArtifactSpec:
+    """training-loop.patch for the workload's own script (workload.<kind>.source)."""
+    settings = config.workload.settings
+    source_path = settings["source"]
+    field = f"workload.{config.workload.kind}.source"
+    try:
+        source = Path(source_path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise InvalidConfig([Issue(field, f"cannot read {source_path} ({error.strerror}) "
+                                   "(allowed: a path relative to the current directory)")]) from None
+    helper = render_template("common/_step_window_class.py.j2")
+    try:
+        patched = patch_source(source, helper, settings["loop_line"])
+    except PatchError as error:
+        raise InvalidConfig([Issue(field, f"{source_path}: {error}")]) from None
+    return ArtifactSpec(
+        path=PATCH_FILE,
+        template="common/training-loop.patch.j2",
+        context={"diff": unified_patch(source_path, source, patched), "source": source_path},
+    )
+
+
 def workload_files(config: Config) -> list[ArtifactSpec]:
-    """Files the program itself reads: NeMo overrides, the step-window helper."""
+    """Files the program itself reads: NeMo overrides, the step-window patch or helper."""
     specs = []
     files = program(config).files
+    if PATCH_FILE in files:
+        specs.append(training_patch(config))
     if NEMO_OVERRIDES_FILE in files:
         specs.append(
             ArtifactSpec(

@@ -81,6 +81,11 @@ def header(comment: str, command: str) -> str:
     return "\n".join(f"{comment} {line}" for line in lines)
 
 
+def render_template(template: str, **context: Any) -> str:
+    """One template's text, without a header (for pieces other artifacts embed)."""
+    return _environment().get_template(template).render(**context)
+
+
 def render(specs: Iterable[ArtifactSpec], command: str) -> list[RenderedFile]:
     env = _environment()
     files = []

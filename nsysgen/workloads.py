@@ -18,6 +18,7 @@ class ShellExpr(str):
 
 NEMO_OVERRIDES_FILE = "nemo-overrides.txt"
 WINDOW_HELPER_FILE = "nsysgen_window.py"
+PATCH_FILE = "training-loop.patch"
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,31 @@ def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
     capture = config.capture
     if capture.mode != "steps":
         return ()
-    ranks = capture.ranks
-    rank_text = ",".join(map(str, ranks)) if isinstance(ranks, tuple) else ranks
     return (
         ("NSYSGEN_PROFILE_FIRST_STEP", str(capture.first_step)),
         ("NSYSGEN_PROFILE_LAST_STEP", str(capture.last_step)),
-        ("NSYSGEN_PROFILE_RANKS", rank_text),
+        ("NSYSGEN_PROFILE_RANKS", window_ranks(config)),
     )
+
+
+def window_ranks(config: Config) -> str:
+    """The ranks that start and stop the capture, as the patched loop reads them.
+
+    With one torchrun per node, one nsys session holds every worker of the node, and a
+    cudaProfilerStart/Stop from any worker starts/stops the capture of all of them (measured on
+    2 x H200: with rank 0 alone calling them, rank 1's steps were cut short). So every worker of
+    a recorded node marks the window, and each of them is recorded exactly.
+    """
+    ranks = config.capture.ranks
+    if not isinstance(ranks, tuple):
+        return "all" if config.workload.launch == "per_node" else ranks
+    if config.workload.launch == "per_gpu":
+        return ",".join(map(str, ranks))
+    gpus = config.cluster.gpus_per_node
+    nodes = sorted({rank // gpus for rank in ranks})
+    if len(nodes) == config.cluster.nodes:
+        return "all"
+    return ",".join(str(node * gpus + local) for node in nodes for local in range(gpus))
 
 
 def nemo_overrides(config: Config) -> list[str]:
@@ -100,6 +119,13 @@ def _nemo(config: Config) -> Program:
     )
 
 
+def _step_files(config: Config) -> tuple[str, ...]:
+    """With capture=steps: a patch for the workload's own script, or the helper to use by hand."""
+    if config.capture.mode != "steps":
+        return ()
+    return (PATCH_FILE,) if config.workload.settings["source"] else (WINDOW_HELPER_FILE,)
+
+
 def _fsdp(config: Config) -> Program:
     s = config.workload.settings
     return Program(
@@ -115,7 +141,7 @@ def _fsdp(config: Config) -> Program:
         ),
         env=step_window_env(config),
         needs_head_node=True,
-        files=(WINDOW_HELPER_FILE,) if config.capture.mode == "steps" else (),
+        files=_step_files(config),
     )
 
 
@@ -124,7 +150,7 @@ def _python(config: Config) -> Program:
     return Program(
         command=(s["interpreter"], s["script"], *s["args"]),
         env=step_window_env(config),
-        files=(WINDOW_HELPER_FILE,) if config.capture.mode == "steps" else (),
+        files=_step_files(config),
     )
 
 

@@ -1,0 +1,162 @@
+"""Training-loop patches on realistic scripts: byte-exact golden diffs that `git apply` and
+`patch -p1` accept, patched scripts that compile, idempotence, and clear errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nsysgen.patch import PatchError, patch_source, strip, unified_patch
+from nsysgen.render import render_template
+from tests.conftest import REPO
+
+SCRIPTS = sorted(p.name for p in (REPO / "tests" / "training_scripts").glob("*.py"))
+GOLDEN = REPO / "tests" / "golden" / "patches"
+HELPER = render_template("common/_step_window_class.py.j2")
+
+
+def source_of(name: str) -> str:
+    return (REPO / "tests" / "training_scripts" / name).read_text()
+
+
+def diff_for(name: str) -> str:
+    source = source_of(name)
+    return unified_patch(f"tests/training_scripts/{name}", source, patch_source(source, HELPER))
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_patch_matches_golden(name: str, request: pytest.FixtureRequest) -> None:
+    golden = GOLDEN / f"{name}.patch"
+    if request.config.getoption("--update-golden"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(diff_for(name))
+    assert diff_for(name) == golden.read_text(), "run `pytest --update-golden` and review"
+
+
+@pytest.mark.parametrize(
+    ("name", "begin", "steps_by"),
+    [
+        ("fsdp_train.py", "        _nsysgen_window.begin(batch_idx)  # nsysgen", "enumerate index"),
+        ("ddp_train.py", "            _nsysgen_window.begin()  # nsysgen", "helper's count"),
+        ("plain_loop.py", "    _nsysgen_window.begin(step)  # nsysgen", "range variable"),
+        ("while_loop.py", "        _nsysgen_window.begin(step)  # nsysgen", "while counter"),
+        ("function_loop.py", "            _nsysgen_window.begin()  # nsysgen", "helper's count"),
+    ],
+)
+def test_patch_finds_the_training_loop(name: str, begin: str, steps_by: str) -> None:
+    patched = patch_source(source_of(name), HELPER).splitlines()
+    assert patched.count(begin) == 1, steps_by
+    assert sum(line.endswith("_nsysgen_window.end()  # nsysgen") for line in patched) in (1, 2)
+    assert patched.count("_nsysgen_window = _NsysgenStepWindow()") == 1
+
+
+def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "tests" / "training_scripts").mkdir(parents=True)
+    for name in SCRIPTS:
+        shutil.copy(REPO / "tests" / "training_scripts" / name,
+                    repo / "tests" / "training_scripts" / name)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    patches = [GOLDEN / f"{name}.patch" for name in SCRIPTS]
+    for patch in patches:
+        subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, check=True)
+        subprocess.run(["patch", "-p1", "--dry-run", "--quiet", "-i", str(patch)], cwd=repo,
+                       check=True)
+    subprocess.run(["patch", "-p1", "--quiet", *sum([["-i", str(p)] for p in patches[:1]], [])],
+                   cwd=repo, check=True)
+    subprocess.run(["git", "apply", *map(str, patches[1:])], cwd=repo, check=True)
+    for name in SCRIPTS:
+        patched = (repo / "tests" / "training_scripts" / name).read_text()
+        compile(patched, name, "exec")
+        assert patched == patch_source(source_of(name), HELPER)
+        # Patching an already patched file changes nothing; stripping gives the original back.
+        assert patch_source(patched, HELPER) == patched
+        assert strip(patched) == source_of(name)
+
+
+def test_patched_script_does_nothing_without_the_window_variables(tmp_path: Path) -> None:
+    # The helper is plain Python: without NSYSGEN_PROFILE_* it never imports torch.
+    patched = patch_source("import time\n\nfor step in range(3):\n    loss.backward()\n", HELPER)
+    namespace: dict[str, object] = {}
+    start = patched.index("class _NsysgenStepWindow")
+    end = patched.index("# <<< nsysgen step window")
+    exec(patched[start:end], namespace)  # noqa: S102 - the generated helper itself
+    window = namespace["_nsysgen_window"]
+    for step in range(3):
+        window.begin(step)  # type: ignore[attr-defined]
+        window.end()  # type: ignore[attr-defined]
+    assert window.active is False  # type: ignore[attr-defined]
+
+
+def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    namespace: dict[str, object] = {}
+    exec(HELPER, namespace)  # noqa: S102
+    window_class = namespace["_NsysgenStepWindow"]
+    monkeypatch.setenv("NSYSGEN_PROFILE_FIRST_STEP", "3")
+    monkeypatch.setenv("NSYSGEN_PROFILE_LAST_STEP", "5")
+    for ranks, rank, local, expected in [("0,8", "8", "0", True), ("0,8", "1", "1", False),
+                                         ("one_per_node", "9", "1", False),
+                                         ("one_per_node", "8", "0", True), ("all", "5", "5", True)]:
+        monkeypatch.setenv("NSYSGEN_PROFILE_RANKS", ranks)
+        monkeypatch.setenv("RANK", rank)
+        monkeypatch.setenv("LOCAL_RANK", local)
+        assert window_class().active is expected, (ranks, rank)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("source", "loop_line", "message"),
+    [
+        ("x = 1\nfor i in range(3):\n    print(i)\n", None,
+         "found no training loop (a for or while loop that calls .backward() or an optimizer's "
+         ".step()); set loop_line to the line of the training loop's `for` or `while`"),
+        ("for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n", None,
+         "found several training loops (lines 1, 3); set loop_line to the line of the training "
+         "loop's `for` or `while`"),
+        ("for a in b:\n    l.backward()\n", 7,
+         "no for/while loop starts at line 7 (loops start at lines: 1)"),
+        ("for a in b: l.backward()\n", None,
+         "the loop at line 1 has its body on the same line; put it on lines of its own"),
+        ("for a in b\n    l.backward()\n", None, "is not valid Python (expected ':', line 1)"),
+        ("for a in b:\n    l.backward()", None,
+         "the file does not end with a newline; add one"),
+    ],
+)
+def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message: str) -> None:
+    with pytest.raises(PatchError) as error:
+        patch_source(source, HELPER, loop_line)
+    assert str(error.value) == message
+
+
+def test_loop_line_picks_one_of_several_loops() -> None:
+    source = "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n"
+    patched = patch_source(source, HELPER, loop_line=3)
+    assert patched.endswith("for c in d:\n    _nsysgen_window.begin()  # nsysgen\n"
+                            "    l.backward()\n    _nsysgen_window.end()  # nsysgen\n"
+                            "_nsysgen_window.end()  # nsysgen\n")
+
+
+def test_compile_writes_the_patch_and_reports_errors(tmp_path: Path, run_cli,  # type: ignore[no-untyped-def]
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    source = "tests/training_scripts/plain_loop.py"
+    out = tmp_path / "out"
+    result = run_cli("workload=python", "capture=steps", f"workload.python.source={source}",
+                     "job.name=patched", f"output_dir={out}")
+    assert result.code == 0, result.err
+    text = (out / "patched" / "training-loop.patch").read_text()
+    assert text.endswith(diff_for("plain_loop.py"))
+    assert not (out / "patched" / "nsysgen_window.py").exists()
+    missing = run_cli("workload=python", "capture=steps", "workload.python.source=nope/train.py",
+                      f"output_dir={out}")
+    assert missing.code == 2
+    assert ("  workload.python.source: cannot read nope/train.py (No such file or directory) "
+            "(allowed: a path relative to the current directory)") in missing.err.splitlines()
+    no_loop = run_cli("workload=python", "capture=steps",
+                      "workload.python.source=tests/workloads/nccl_allreduce.py",
+                      f"output_dir={out}", "job.name=noloop")
+    assert no_loop.code == 2
+    assert "found no training loop" in no_loop.err
+    assert not (out / "noloop").exists()
