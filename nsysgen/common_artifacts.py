@@ -80,8 +80,8 @@ def training_patch(config: Config) -> ArtifactSpec:
     try:
         source = Path(source_path).read_text(encoding="utf-8")
     except OSError as error:
-        raise InvalidConfig([Issue(field, f"cannot read {source_path} ({error.strerror}) "
-                                   "(allowed: a path relative to the current directory)")]) from None
+        problem = f"cannot read {source_path} ({error.strerror}) (allowed: a path relative to "
+        raise InvalidConfig([Issue(field, problem + "the current directory)")]) from None
     helper = render_template("common/_step_window_class.py.j2")
     try:
         patched = patch_source(source, helper, settings["loop_line"])

@@ -65,11 +65,12 @@ def _calls(node: ast.AST) -> list[ast.Call]:
 def _trains(loop: Loop) -> bool:
     for call in _calls(loop):
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "backward":
+        if not isinstance(func, ast.Attribute):
+            continue
+        if func.attr == "backward":
             return True
-        if isinstance(func, ast.Attribute) and func.attr == "step":
-            if "optim" in ast.unparse(func.value).lower():
-                return True
+        if func.attr == "step" and "optim" in ast.unparse(func.value).lower():
+            return True
     return False
 
 
@@ -80,17 +81,22 @@ def _loops(tree: ast.AST) -> list[Loop]:
 def _step_of(loop: Loop) -> str | None:
     if isinstance(loop, ast.For):
         iterator = loop.iter
-        is_call = isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name)
-        if isinstance(loop.target, ast.Name) and is_call and iterator.func.id == "range":  # type: ignore[union-attr]
+        called = ""
+        if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name):
+            called = iterator.func.id
+        if isinstance(loop.target, ast.Name) and called == "range":
             return loop.target.id
-        if (isinstance(loop.target, ast.Tuple) and is_call
-                and iterator.func.id == "enumerate"  # type: ignore[union-attr]
-                and isinstance(loop.target.elts[0], ast.Name)):
-            return loop.target.elts[0].id
+        target = loop.target
+        if isinstance(target, ast.Tuple) and called == "enumerate":
+            first = target.elts[0]
+            return first.id if isinstance(first, ast.Name) else None
         return None
     for statement in loop.body:  # while: the counter the body increments
-        if (isinstance(statement, ast.AugAssign) and isinstance(statement.op, ast.Add)
-                and isinstance(statement.target, ast.Name)):
+        if (
+            isinstance(statement, ast.AugAssign)
+            and isinstance(statement.op, ast.Add)
+            and isinstance(statement.target, ast.Name)
+        ):
             return statement.target.id
     return None
 
@@ -101,20 +107,24 @@ def find_training_loop(tree: ast.Module, loop_line: int | None) -> TrainingLoop:
         chosen = [loop for loop in loops if loop.lineno == loop_line]
         if not chosen:
             lines = ", ".join(str(loop.lineno) for loop in loops) or "none"
-            raise PatchError(f"no for/while loop starts at line {loop_line} (loops start at "
-                             f"lines: {lines})")
+            raise PatchError(
+                f"no for/while loop starts at line {loop_line} (loops start at lines: {lines})"
+            )
         return TrainingLoop(chosen[0], _step_of(chosen[0]))
     training = [loop for loop in loops if _trains(loop)]
     innermost = [
-        loop for loop in training
+        loop
+        for loop in training
         if not any(other is not loop and other in _loops(loop) for other in training)
     ]
     if len(innermost) == 1:
         return TrainingLoop(innermost[0], _step_of(innermost[0]))
     hint = "set loop_line to the line of the training loop's `for` or `while`"
     if not innermost:
-        raise PatchError("found no training loop (a for or while loop that calls .backward() "
-                         f"or an optimizer's .step()); {hint}")
+        raise PatchError(
+            "found no training loop (a for or while loop that calls .backward() "
+            f"or an optimizer's .step()); {hint}"
+        )
     lines = ", ".join(str(loop.lineno) for loop in innermost)
     raise PatchError(f"found several training loops (lines {lines}); {hint}")
 
@@ -145,8 +155,10 @@ def patch_source(source: str, helper: str, loop_line: int | None = None) -> str:
     found = find_training_loop(tree, loop_line)
     loop, body = found.node, found.node.body
     if body[0].lineno == loop.lineno:
-        raise PatchError(f"the loop at line {loop.lineno} has its body on the same line; put it "
-                         "on lines of its own")
+        raise PatchError(
+            f"the loop at line {loop.lineno} has its body on the same line; put it "
+            "on lines of its own"
+        )
     step = found.step or ""
     inner = " " * body[0].col_offset
     outer = " " * loop.col_offset
@@ -156,9 +168,18 @@ def patch_source(source: str, helper: str, loop_line: int | None = None) -> str:
     }
     if not isinstance(body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise)):
         inserts.setdefault(body[-1].end_lineno or 0, []).insert(
-            0, f"{inner}{HELPER_NAME}.end(){MARK}\n")
-    block = [f"{BLOCK_START}\n", "\n", "\n", *helper.splitlines(keepends=True), "\n", "\n",
-             f"{HELPER_NAME} = _NsysgenStepWindow()\n", f"{BLOCK_END}\n"]
+            0, f"{inner}{HELPER_NAME}.end(){MARK}\n"
+        )
+    block = [
+        f"{BLOCK_START}\n",
+        "\n",
+        "\n",
+        *helper.splitlines(keepends=True),
+        "\n",
+        "\n",
+        f"{HELPER_NAME} = _NsysgenStepWindow()\n",
+        f"{BLOCK_END}\n",
+    ]
     inserts.setdefault(_helper_line(tree, loop), []).extend(block)
     lines = original.splitlines(keepends=True)
     out = list(inserts.get(0, []))
@@ -171,7 +192,11 @@ def patch_source(source: str, helper: str, loop_line: int | None = None) -> str:
 def unified_patch(path: str, source: str, patched: str) -> str:
     """A diff that `git apply` and `patch -p1` apply from the directory `path` is relative to."""
     original = strip(source)
-    return "".join(difflib.unified_diff(
-        original.splitlines(keepends=True), patched.splitlines(keepends=True),
-        fromfile=f"a/{path}", tofile=f"b/{path}",
-    ))
+    return "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True),
+            patched.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )

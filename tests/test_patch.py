@@ -57,16 +57,21 @@ def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "tests" / "training_scripts").mkdir(parents=True)
     for name in SCRIPTS:
-        shutil.copy(REPO / "tests" / "training_scripts" / name,
-                    repo / "tests" / "training_scripts" / name)
+        shutil.copy(
+            REPO / "tests" / "training_scripts" / name, repo / "tests" / "training_scripts" / name
+        )
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     patches = [GOLDEN / f"{name}.patch" for name in SCRIPTS]
     for patch in patches:
         subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, check=True)
-        subprocess.run(["patch", "-p1", "--dry-run", "--quiet", "-i", str(patch)], cwd=repo,
-                       check=True)
-    subprocess.run(["patch", "-p1", "--quiet", *sum([["-i", str(p)] for p in patches[:1]], [])],
-                   cwd=repo, check=True)
+        subprocess.run(
+            ["patch", "-p1", "--dry-run", "--quiet", "-i", str(patch)], cwd=repo, check=True
+        )
+    subprocess.run(
+        ["patch", "-p1", "--quiet", *sum([["-i", str(p)] for p in patches[:1]], [])],
+        cwd=repo,
+        check=True,
+    )
     subprocess.run(["git", "apply", *map(str, patches[1:])], cwd=repo, check=True)
     for name in SCRIPTS:
         patched = (repo / "tests" / "training_scripts" / name).read_text()
@@ -97,9 +102,13 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
     window_class = namespace["_NsysgenStepWindow"]
     monkeypatch.setenv("NSYSGEN_PROFILE_FIRST_STEP", "3")
     monkeypatch.setenv("NSYSGEN_PROFILE_LAST_STEP", "5")
-    for ranks, rank, local, expected in [("0,8", "8", "0", True), ("0,8", "1", "1", False),
-                                         ("one_per_node", "9", "1", False),
-                                         ("one_per_node", "8", "0", True), ("all", "5", "5", True)]:
+    for ranks, rank, local, expected in [
+        ("0,8", "8", "0", True),
+        ("0,8", "1", "1", False),
+        ("one_per_node", "9", "1", False),
+        ("one_per_node", "8", "0", True),
+        ("all", "5", "5", True),
+    ]:
         monkeypatch.setenv("NSYSGEN_PROFILE_RANKS", ranks)
         monkeypatch.setenv("RANK", rank)
         monkeypatch.setenv("LOCAL_RANK", local)
@@ -109,19 +118,30 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(
     ("source", "loop_line", "message"),
     [
-        ("x = 1\nfor i in range(3):\n    print(i)\n", None,
-         "found no training loop (a for or while loop that calls .backward() or an optimizer's "
-         ".step()); set loop_line to the line of the training loop's `for` or `while`"),
-        ("for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n", None,
-         "found several training loops (lines 1, 3); set loop_line to the line of the training "
-         "loop's `for` or `while`"),
-        ("for a in b:\n    l.backward()\n", 7,
-         "no for/while loop starts at line 7 (loops start at lines: 1)"),
-        ("for a in b: l.backward()\n", None,
-         "the loop at line 1 has its body on the same line; put it on lines of its own"),
+        (
+            "x = 1\nfor i in range(3):\n    print(i)\n",
+            None,
+            "found no training loop (a for or while loop that calls .backward() or an optimizer's "
+            ".step()); set loop_line to the line of the training loop's `for` or `while`",
+        ),
+        (
+            "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n",
+            None,
+            "found several training loops (lines 1, 3); set loop_line to the line of the training "
+            "loop's `for` or `while`",
+        ),
+        (
+            "for a in b:\n    l.backward()\n",
+            7,
+            "no for/while loop starts at line 7 (loops start at lines: 1)",
+        ),
+        (
+            "for a in b: l.backward()\n",
+            None,
+            "the loop at line 1 has its body on the same line; put it on lines of its own",
+        ),
         ("for a in b\n    l.backward()\n", None, "is not valid Python (expected ':', line 1)"),
-        ("for a in b:\n    l.backward()", None,
-         "the file does not end with a newline; add one"),
+        ("for a in b:\n    l.backward()", None, "the file does not end with a newline; add one"),
     ],
 )
 def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message: str) -> None:
@@ -133,30 +153,50 @@ def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message
 def test_loop_line_picks_one_of_several_loops() -> None:
     source = "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n"
     patched = patch_source(source, HELPER, loop_line=3)
-    assert patched.endswith("for c in d:\n    _nsysgen_window.begin()  # nsysgen\n"
-                            "    l.backward()\n    _nsysgen_window.end()  # nsysgen\n"
-                            "_nsysgen_window.end()  # nsysgen\n")
+    assert patched.endswith(
+        "for c in d:\n    _nsysgen_window.begin()  # nsysgen\n"
+        "    l.backward()\n    _nsysgen_window.end()  # nsysgen\n"
+        "_nsysgen_window.end()  # nsysgen\n"
+    )
 
 
-def test_compile_writes_the_patch_and_reports_errors(tmp_path: Path, run_cli,  # type: ignore[no-untyped-def]
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compile_writes_the_patch_and_reports_errors(
+    tmp_path: Path,
+    run_cli,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(REPO)
     source = "tests/training_scripts/plain_loop.py"
     out = tmp_path / "out"
-    result = run_cli("workload=python", "capture=steps", f"workload.python.source={source}",
-                     "job.name=patched", f"output_dir={out}")
+    result = run_cli(
+        "workload=python",
+        "capture=steps",
+        f"workload.python.source={source}",
+        "job.name=patched",
+        f"output_dir={out}",
+    )
     assert result.code == 0, result.err
     text = (out / "patched" / "training-loop.patch").read_text()
     assert text.endswith(diff_for("plain_loop.py"))
     assert not (out / "patched" / "nsysgen_window.py").exists()
-    missing = run_cli("workload=python", "capture=steps", "workload.python.source=nope/train.py",
-                      f"output_dir={out}")
+    missing = run_cli(
+        "workload=python",
+        "capture=steps",
+        "workload.python.source=nope/train.py",
+        f"output_dir={out}",
+    )
     assert missing.code == 2
-    assert ("  workload.python.source: cannot read nope/train.py (No such file or directory) "
-            "(allowed: a path relative to the current directory)") in missing.err.splitlines()
-    no_loop = run_cli("workload=python", "capture=steps",
-                      "workload.python.source=tests/workloads/nccl_allreduce.py",
-                      f"output_dir={out}", "job.name=noloop")
+    assert (
+        "  workload.python.source: cannot read nope/train.py (No such file or directory) "
+        "(allowed: a path relative to the current directory)"
+    ) in missing.err.splitlines()
+    no_loop = run_cli(
+        "workload=python",
+        "capture=steps",
+        "workload.python.source=tests/workloads/nccl_allreduce.py",
+        f"output_dir={out}",
+        "job.name=noloop",
+    )
     assert no_loop.code == 2
     assert "found no training loop" in no_loop.err
     assert not (out / "noloop").exists()

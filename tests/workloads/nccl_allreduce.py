@@ -8,6 +8,7 @@ Each size runs --iters all-reduces of float32 tensors; every size is an NVTX ran
 import argparse
 import json
 import os
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -38,8 +39,8 @@ def main() -> None:
         assert tensor[0].item() == world ** (args.iters + 1)
         counts[size] = args.iters + 1
     if args.summary_out and rank == 0:
-        with open(args.summary_out, "w") as out:
-            json.dump({"world": world, "calls_per_size": counts}, out)
+        summary = {"world": world, "calls_per_size": counts}
+        Path(args.summary_out).write_text(json.dumps(summary))
     dist.destroy_process_group()
 
 
