@@ -12,6 +12,7 @@ from pathlib import Path
 from nsysgen import __version__
 from nsysgen.compose import Composer
 from nsysgen.errors import InvalidConfig, NsysgenError
+from nsysgen.lints import Finding
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.sweep import expand
 from nsysgen.write import FileStatus, remove_folder, write_folder
@@ -23,6 +24,7 @@ SWEEP_INDEX = "nsysgen-sweep.json"
 class FolderResult:
     folder: Path
     statuses: list[FileStatus]
+    warnings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ def build_single(
     composed = composer.compose(args)
     compiled = compile_config(composed, regenerate_command(args, config_dirs), config_dirs)
     folder = Path(compiled.config.output_dir) / compiled.config.job.name
-    return FolderResult(folder, write_folder(folder, compiled.files, compiled.manifest))
+    statuses = write_folder(folder, compiled.files, compiled.manifest)
+    return FolderResult(folder, statuses, tuple(compiled.warnings))
 
 
 class _Progress:
@@ -106,9 +109,8 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
     results = []
     for index, (slug, point_files) in enumerate(compiled, start=1):
         folder = root / slug
-        results.append(
-            FolderResult(folder, write_folder(folder, point_files.files, point_files.manifest))
-        )
+        statuses = write_folder(folder, point_files.files, point_files.manifest)
+        results.append(FolderResult(folder, statuses, tuple(point_files.warnings)))
         progress.update(index, "wrote")
     progress.finish()
     results += _remove_stale_points(root, {slug for slug, _ in compiled})

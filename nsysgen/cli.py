@@ -9,13 +9,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsysgen import __version__
+from nsysgen import __version__, model
 from nsysgen.build import FolderResult, build_single, build_sweep
 from nsysgen.check import check_output, render_report
 from nsysgen.compose import GROUPS, Composer
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
+from nsysgen.lints import run_lints
+from nsysgen.pipeline import build_config
+from nsysgen.plan import build_plan
+from nsysgen.plan_report import as_json, as_table
+from nsysgen.semantic import semantic_issues
+from nsysgen.validate import schema_issues
 
 USAGE = """usage: nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]
+       nsysgen plan [--json] [--config-dir DIR]... [OVERRIDE ...]
        nsysgen check [output_dir=DIR]"""
 
 
@@ -30,13 +37,14 @@ class Arguments:
     overrides: list[str] = field(default_factory=list)
     help: bool = False
     multirun: bool = False
+    json: bool = False
     command: str = "compile"
 
 
 def parse_arguments(argv: Sequence[str]) -> Arguments:
     args = Arguments()
     words = list(argv)
-    if words and words[0] == "check":
+    if words and words[0] in ("check", "plan"):
         args.command = words.pop(0)
     while words:
         word = words.pop(0)
@@ -50,6 +58,8 @@ def parse_arguments(argv: Sequence[str]) -> Arguments:
             args.config_dirs.append(word.split("=", 1)[1])
         elif word in ("-m", "--multirun"):
             args.multirun = True
+        elif word == "--json" and args.command == "plan":
+            args.json = True
         elif word.startswith("-") and not word.startswith(("--", "~")) or word.startswith("--"):
             raise UsageError(f"unknown option {word}")
         else:
@@ -68,7 +78,8 @@ def help_text(composer: Composer) -> str:
         "recipes scripts, README, manifest). Overrides use Hydra's grammar: group=option,",
         "key=value. With -m, a sweep: every point goes to OUTPUT_DIR/<job.name>/<point>/.",
         "`nsysgen check` recompiles every folder under OUTPUT_DIR from its manifest and exits 1",
-        "on any difference.",
+        "on any difference. `nsysgen plan` shows what a profile will do (ranks, reports, sizes,",
+        "lints) and writes nothing.",
         "",
         "Config groups (* = default):",
     ]
@@ -98,6 +109,7 @@ def help_text(composer: Composer) -> str:
         "  nsysgen -m 'capture.delay=range(30,91,30)' cluster=p4de,p5",
         "  nsysgen -m capture.delay+capture.duration=30:60,90:30     (paired values)",
         "  nsysgen check",
+        "  nsysgen plan cluster=p5 cluster.nodes=1000 capture.ranks=one_per_node",
         "",
         "Exit codes: 0 ok, 1 check found differences, 2 invalid input, 3 internal error (a bug).",
     ]
@@ -124,22 +136,50 @@ def run_check(args: Arguments) -> int:
     return EXIT_DRIFT if report.findings else EXIT_OK
 
 
+def run_plan(args: Arguments, composer: Composer) -> int:
+    composed = composer.compose(args.overrides)
+    config = model.from_dict(composed.data) if not schema_issues(composed.data) else None
+    if config is None or semantic_issues(config):
+        build_config(composed)  # raises InvalidConfig with every problem
+    assert config is not None
+    plan = build_plan(config)
+    findings = run_lints(config, plan)
+    print((as_json if args.json else as_table)(config, plan, findings))
+    return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
+
+
+def print_warnings(results: list[FolderResult]) -> None:
+    seen = set()
+    for result in results:
+        for warning in result.warnings:
+            line = (
+                f"warning: {warning.path}: [{warning.lint}] {warning.message} (fix: {warning.fix})"
+            )
+            if line not in seen:
+                seen.add(line)
+                print(line, file=sys.stderr)
+
+
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(argv)
     if args.command == "check":
         return run_check(args)
     composer = Composer([Path(d) for d in args.config_dirs])
+    if args.command == "plan":
+        return run_plan(args, composer)
     if args.help:
         print(help_text(composer))
         return EXIT_OK
     if args.multirun:
         sweep = build_sweep(composer, args.overrides, args.config_dirs)
+        print_warnings(sweep.folders)
         files = sum(len(r.statuses) for r in sweep.folders)
         print(
             f"{sweep.root}: {sweep.points} sweep points, {files} files ({_summary(sweep.folders)})"
         )
         return EXIT_OK
     result = build_single(composer, args.overrides, args.config_dirs)
+    print_warnings([result])
     print(f"{result.folder}: {len(result.statuses)} files ({_summary([result])})")
     return EXIT_OK
 

@@ -24,6 +24,7 @@ class Cluster:
     shared_fs: str
     nsight_root: str
     container_runtime: str
+    slurm_platform: str
     slurm_gres: bool
     slurm_mpi: str | None
     env: tuple[tuple[str, str], ...]
@@ -40,6 +41,8 @@ class Workload:
     launch: str
     container_image: str | None
     settings: dict[str, Any]  # the block named after `kind` (nccl, nemo, fsdp, python)
+    step_seconds: float  # assumptions for size estimates (workload.estimate)
+    kernels_per_second: float
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Capture:
     efa_metrics: bool
     gpu_metrics: bool
     report_dir: str
+    report_name: str | None
     recipes: tuple[str, ...]
     extra_args: tuple[str, ...]
     delay: int | None = None
@@ -93,6 +97,12 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Lints:
+    severity: dict[str, str]
+    max_profiled_ranks: int
+
+
+@dataclass(frozen=True)
 class Config:
     cluster: Cluster
     workload: Workload
@@ -101,6 +111,7 @@ class Config:
     nsight: Nsight
     job: Job
     output_dir: str
+    lints: Lints
 
     @property
     def nsys_path(self) -> str:
@@ -127,6 +138,7 @@ def from_dict(data: dict[str, Any]) -> Config:
             shared_fs=c["shared_fs"],
             nsight_root=c["nsight_root"].rstrip("/"),
             container_runtime=c["container_runtime"],
+            slurm_platform=c["slurm"]["platform"],
             slurm_gres=c["slurm"]["gres"],
             slurm_mpi=c["slurm"]["mpi"],
             env=tuple(sorted(c["env"].items())),
@@ -137,6 +149,8 @@ def from_dict(data: dict[str, Any]) -> Config:
             launch=w["launch"],
             container_image=w["container_image"],
             settings=w[w["kind"]],
+            step_seconds=float(w["estimate"]["step_seconds"]),
+            kernels_per_second=float(w["estimate"]["kernels_per_second"]),
         ),
         capture=Capture(
             mode=cap["mode"],
@@ -147,6 +161,7 @@ def from_dict(data: dict[str, Any]) -> Config:
             efa_metrics=cap["efa_metrics"],
             gpu_metrics=cap["gpu_metrics"],
             report_dir=cap["report_dir"].rstrip("/") or "/",
+            report_name=cap["report_name"],
             recipes=tuple(cap["recipes"]),
             extra_args=tuple(cap["extra_args"]),
             delay=cap.get("delay"),
@@ -175,4 +190,8 @@ def from_dict(data: dict[str, Any]) -> Config:
         ),
         job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
         output_dir=data["output_dir"],
+        lints=Lints(
+            severity=dict(data["lints"]["severity"]),
+            max_profiled_ranks=data["lints"]["max_profiled_ranks"],
+        ),
     )

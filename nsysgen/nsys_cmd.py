@@ -15,6 +15,8 @@ _PER_NODE_SUFFIX = "_job%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME
 
 def report_output(config: Config) -> str:
     """The -o value: unique per job, rank and node; nsys appends .nsys-rep."""
+    if config.capture.report_name:
+        return f"{config.capture.report_dir}/{config.capture.report_name}"
     suffix = _PER_GPU_SUFFIX if config.workload.launch == "per_gpu" else _PER_NODE_SUFFIX
     return f"{config.capture.report_dir}/{config.job.name}{suffix}"
 
@@ -67,7 +69,7 @@ def collector_args(config: Config) -> list[str]:
     """Node-wide collectors, for one recorded rank per node only."""
     args: list[str] = []
     if config.capture.efa_metrics:
-        args += config.nsight.plugins["efa_metrics"]
+        args += config.nsight.plugins.get("efa_metrics", ())  # absent: a semantic error
     if config.capture.gpu_metrics:
         args.append(f"{config.nsight.gpu_metrics_flag}={config.nsight.gpu_metrics_node_value}")
     return args

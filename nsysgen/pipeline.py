@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from nsysgen import model
 from nsysgen.compose import Composed
-from nsysgen.errors import InvalidConfig
+from nsysgen.errors import InvalidConfig, Issue
+from nsysgen.lints import Finding, run_lints
 from nsysgen.manifest import Manifest, build_manifest
+from nsysgen.plan import ProfilePlan, build_plan
 from nsysgen.render import RenderedFile, render
 from nsysgen.semantic import semantic_issues
 from nsysgen.targets import TARGETS
@@ -25,6 +27,7 @@ class Compiled:
     config: model.Config
     files: list[RenderedFile]
     manifest: Manifest
+    warnings: list[Finding]
 
 
 def regenerate_command(
@@ -40,23 +43,27 @@ def regenerate_command(
     return shlex.join(words)
 
 
-def build_config(composed: Composed) -> model.Config:
-    """Validate a composed config (schema first, then semantics) and type it."""
+def build_config(composed: Composed) -> tuple[model.Config, ProfilePlan, list[Finding]]:
+    """Validate a composed config and type it: schema first, then every semantic rule and lint
+    at once. Returns the profile plan and the lint findings that are not errors."""
     issues = schema_issues(composed.data)
     if issues:
         raise InvalidConfig(issues, composed.choices)
     config = model.from_dict(composed.data)
     issues = semantic_issues(config) + list(TARGETS[config.target.name].checks(config))
+    plan = build_plan(config)
+    findings = run_lints(config, plan)
+    issues += [Issue(f.path, f"[{f.lint}] {f.message}") for f in findings if f.severity == "error"]
     if issues:
         raise InvalidConfig(issues, composed.choices)
-    return config
+    return config, plan, [f for f in findings if f.severity == "warning"]
 
 
 def compile_config(composed: Composed, command: str, config_dirs: Sequence[str] = ()) -> Compiled:
     """Everything one output folder holds, in memory."""
-    config = build_config(composed)
+    config, _, warnings = build_config(composed)
     specs = TARGETS[config.target.name].plan(config)
     files = render(specs, command)
     overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
     manifest = build_manifest(files, command, overrides, tuple(config_dirs), composed.choices)
-    return Compiled(config=config, files=files, manifest=manifest)
+    return Compiled(config=config, files=files, manifest=manifest, warnings=warnings)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
-import re
 from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
@@ -11,8 +9,8 @@ from nsysgen.model import Config
 
 Check = Callable[[Config], Iterator[Issue]]
 
-# Switches nsysgen sets from capture.* itself; set again in extra_args they would contradict it
-# (e.g. --duration without --kill=none ends the training, which a restart policy restarts).
+# Switches that would only repeat or contradict the plan outright; others (--duration, --kill,
+# --enable, ...) pass through, and the lints judge what they would do.
 _OWNED_SWITCHES = (
     "--trace",
     "-t",
@@ -21,29 +19,15 @@ _OWNED_SWITCHES = (
     "--cpuctxsw",
     "--delay",
     "-y",
-    "--duration",
-    "-d",
-    "--kill",
     "--capture-range",
     "-c",
-    "--capture-range-end",
     "--nvtx-capture",
     "-p",
     "--output",
     "-o",
     "--force-overwrite",
     "-f",
-    "--enable",
-    "--gpu-metrics-device",
-    "--gpu-metrics-devices",
 )
-# Names of variables that hold secrets, and shapes of well-known tokens.
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|CREDENTIAL)", re.I)
-_TOKEN_SHAPES = re.compile(
-    r"(hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{30,}|gh[ousr]_[A-Za-z0-9]{30,}"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9]{32,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
-)
-
 # Recipes with required arguments (a kernel or range name, two inputs); NSYS.md section 8.2.
 _RECIPES_NEEDING_ARGUMENTS = ("cuda_gpu_kern_pace", "nvtx_pace", "nvtx_gpu_proj_pace", "diff")
 
@@ -64,27 +48,6 @@ def _ranks_in_world(config: Config) -> Iterator[Issue]:
                 f"({config.cluster.nodes} nodes x {config.cluster.gpus_per_node} GPUs) "
                 f"(allowed: 0..{world - 1})",
             )
-
-
-def _window_fits_time_limit(config: Config) -> Iterator[Issue]:
-    capture = config.capture
-    if capture.mode != "window":
-        return
-    limit = config.job.time_limit_min * 60
-    delay, duration = capture.delay or 0, capture.duration or 0
-    if duration and delay + duration > limit:
-        yield Issue(
-            "capture.duration",
-            f"the window ends {delay + duration} s after launch (delay {delay} + duration "
-            f"{duration}), after the job's time limit of {limit} s (job.time_limit_min="
-            f"{config.job.time_limit_min}) (allowed: delay + duration <= {limit})",
-        )
-    elif delay >= limit:
-        yield Issue(
-            "capture.delay",
-            f"the window opens {delay} s after launch, at or after the job's time limit of "
-            f"{limit} s (allowed: delay < {limit})",
-        )
 
 
 def _collectors_supported(config: Config) -> Iterator[Issue]:
@@ -171,70 +134,19 @@ def _extra_args_not_owned(config: Config) -> Iterator[Issue]:
         if switch in _OWNED_SWITCHES:
             yield Issue(
                 f"capture.extra_args[{index}]",
-                f"{switch} is set by nsysgen from capture.* (mode, delay, duration, trace, "
-                "efa_metrics, ...) and would contradict it (allowed: other nsys profile switches)",
+                f"{switch} is set by nsysgen from capture.* (mode, delay, trace, report_dir, "
+                "...) and would contradict it (allowed: other nsys profile switches)",
             )
-
-
-def _iter_strings(node: object, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _iter_strings(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(node, (list, tuple)):
-        for index, value in enumerate(node):
-            yield from _iter_strings(value, f"{path}[{index}]")
-    elif isinstance(node, str):
-        yield path, node
-
-
-def _no_secrets(config: Config) -> Iterator[Issue]:
-    for name, value in config.cluster.env:
-        if _SECRET_NAME.search(name) and value:
-            yield Issue(
-                f"cluster.env.{name}",
-                "looks like a secret, and generated files are committed (allowed: a variable "
-                "set at run time, e.g. exported before sbatch, or target.secret_env on EKS)",
-            )
-    cluster = {**config.cluster.__dict__, "env": dict(config.cluster.env)}
-    blocks = {
-        "cluster": cluster,
-        "workload": config.workload.settings,
-        "capture": config.capture.__dict__,
-        "target": config.target.settings,
-    }
-    for block, data in blocks.items():
-        for path, text in _iter_strings(data, block):
-            if _TOKEN_SHAPES.search(text):
-                yield Issue(
-                    path,
-                    "holds what looks like an access token or key (allowed: no "
-                    "secrets in configs; pass them at run time or from a Kubernetes Secret)",
-                )
-
-
-def _reports_on_shared_fs(config: Config) -> Iterator[Issue]:
-    shared = posixpath.normpath(config.cluster.shared_fs)
-    report_dir = posixpath.normpath(config.capture.report_dir)
-    if report_dir != shared and not report_dir.startswith(shared.rstrip("/") + "/"):
-        yield Issue(
-            "capture.report_dir",
-            f"{config.capture.report_dir} is outside the shared filesystem {shared} of cluster "
-            f"{config.cluster.name}, so reports of other nodes would be lost "
-            f"(allowed: a path under {shared})",
-        )
 
 
 CHECKS: tuple[Check, ...] = (
     _ranks_in_world,
-    _window_fits_time_limit,
     _collectors_supported,
     _step_window,
     _nvtx_traced,
     _known_to_version,
     _recipes_runnable,
     _extra_args_not_owned,
-    _no_secrets,
-    _reports_on_shared_fs,
 )
 
 

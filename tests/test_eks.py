@@ -187,14 +187,14 @@ INVALID = {
     ),
     "token-in-env": (
         ["cluster.env={HF_TOKEN: hf_abcdefghijklmnopqrstuvwxyz123456}"],
-        "cluster.env.HF_TOKEN: looks like a secret, and generated files are committed (allowed: "
-        "a variable set at run time, e.g. exported before sbatch, or target.secret_env on EKS)",
+        "cluster.env.HF_TOKEN: [NSG010] looks like a secret, and generated files are committed "
+        "(allowed: a variable set at run time, e.g. exported before sbatch, or target.secret_env "
+        "on EKS)",
     ),
     "duration-without-kill-none": (
-        ['capture.extra_args=["--duration=60"]'],
-        "capture.extra_args[0]: --duration is set by nsysgen from capture.* (mode, delay, "
-        "duration, trace, efa_metrics, ...) and would contradict it (allowed: other nsys profile "
-        "switches)",
+        ["capture=steps", 'capture.extra_args=["--duration=60"]'],
+        "capture.extra_args: [NSG004] --duration=60 without --kill=none: nsys ends the program "
+        "when the window closes (and a restart policy profiles it again)",
     ),
     "match-also-bash-wrapper": (
         ["target.injection_match='^.*torchrun.*$'"],

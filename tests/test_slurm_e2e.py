@@ -65,7 +65,8 @@ def test_sbatch_test_only_accepts_every_experiment_and_local_shape(
 ) -> None:
     out = local_cluster.shared_fs / "test-only"
     folders = []
-    for overrides in [[f"experiment={e}"] for e in EXPERIMENTS] + [
+    slurm_experiments = [e for e in EXPERIMENTS if not e.endswith("-eks")]
+    for overrides in [[f"experiment={e}"] for e in slurm_experiments] + [
         # p4de and p5 shapes fit the local cluster: 2 nodes x 8 GPUs.
         [f"cluster={cluster}", f"workload={workload}"]
         for cluster in ("p4de", "p5")
@@ -73,7 +74,7 @@ def test_sbatch_test_only_accepts_every_experiment_and_local_shape(
     ]:
         assert main([*overrides, f"output_dir={out}"]) == 0
     folders = sorted(p for p in out.iterdir())
-    assert len(folders) == len(EXPERIMENTS) + 6
+    assert len(folders) == len(slurm_experiments) + 6
     folders.append(local_cluster.compile(*python_workload(local_cluster), "job.name=shape-local"))
     for folder in folders:
         proc = subprocess.run(

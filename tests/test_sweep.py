@@ -97,14 +97,16 @@ def test_invalid_points_are_all_reported_and_nothing_is_written(tmp_path: Path, 
     assert result.err.splitlines() == [
         "error: 3 of 4 sweep points are invalid; nothing was written",
         "point ranks-0_delay-7200:",
-        "  capture.duration: the window ends 7260 s after launch (delay 7200 + duration 60), "
+        "  capture.duration: [NSG003] the window ends 7260 s after launch (delay 7200 + duration "
+        "60), "
         "after the job's time limit of 3600 s (job.time_limit_min=60) (allowed: delay + "
         "duration <= 3600)",
         "point ranks-20_delay-10:",
         "  capture.ranks[0]: rank 20 is outside the world size 16 (2 nodes x 8 GPUs) "
         "(allowed: 0..15)",
         "point ranks-20_delay-7200:",
-        "  capture.duration: the window ends 7260 s after launch (delay 7200 + duration 60), "
+        "  capture.duration: [NSG003] the window ends 7260 s after launch (delay 7200 + duration "
+        "60), "
         "after the job's time limit of 3600 s (job.time_limit_min=60) (allowed: delay + "
         "duration <= 3600)",
         "  capture.ranks[0]: rank 20 is outside the world size 16 (2 nodes x 8 GPUs) "
@@ -165,6 +167,7 @@ def test_long_sweep_shows_progress_on_a_terminal(tmp_path: Path) -> None:
             "-m",
             "nsysgen",
             "-m",
+            "cluster=local",
             "capture.delay=range(0,300)",
             "capture.duration=10,20",
             f"output_dir={tmp_path}",

@@ -25,14 +25,14 @@ INVALID = {
     "window-past-time-limit": (
         ["capture.delay=300", "capture.duration=120", "job.time_limit_min=6"],
         [
-            "capture.duration: the window ends 420 s after launch (delay 300 + duration 120), after "
+            "capture.duration: [NSG003] the window ends 420 s after launch (delay 300 + duration 120), after "
             "the job's time limit of 360 s (job.time_limit_min=6) (allowed: delay + duration <= 360)"
         ],
     ),
     "delay-past-time-limit": (
         ["capture.delay=600", "capture.duration=0", "job.time_limit_min=10"],
         [
-            "capture.delay: the window opens 600 s after launch, at or after the job's time limit of "
+            "capture.delay: [NSG003] the window opens 600 s after launch, at or after the job's time limit of "
             "600 s (allowed: delay < 600)"
         ],
     ),
@@ -119,14 +119,14 @@ INVALID = {
     "reports-outside-shared-fs": (
         ["capture.report_dir=/home/me/reports"],
         [
-            "capture.report_dir: /home/me/reports is outside the shared filesystem /fsx of cluster "
+            "capture.report_dir: [NSG007] /home/me/reports is outside the shared filesystem /fsx of cluster "
             "p5, so reports of other nodes would be lost (allowed: a path under /fsx)"
         ],
     ),
     "reports-beside-shared-fs": (
         ["capture.report_dir=/fsx2/reports"],
         [
-            "capture.report_dir: /fsx2/reports is outside the shared filesystem /fsx of cluster "
+            "capture.report_dir: [NSG007] /fsx2/reports is outside the shared filesystem /fsx of cluster "
             "p5, so reports of other nodes would be lost (allowed: a path under /fsx)"
         ],
     ),
@@ -135,7 +135,7 @@ INVALID = {
         [
             "capture.delayy: unknown key (allowed keys: cpuctxsw, delay, duration, efa_metrics, "
             "extra_args, first_step, gpu_metrics, last_step, mode, nvtx_domain, nvtx_range, ranks, "
-            "recipes, report_dir, sample, trace)",
+            "recipes, report_dir, report_name, sample, trace)",
             "capture.ranks: [-1] is not allowed (allowed: a non-empty list of distinct global ranks "
             "such as [0, 8], or one_per_node, or all)",
             "capture.sample: 'cpu' is not allowed (allowed: 'none', 'process-tree', 'system-wide')",
@@ -159,7 +159,7 @@ INVALID = {
             "capture.efa_metrics: cluster local (local) has no EFA devices (allowed: false)",
             "capture.ranks[1]: rank 99 is outside the world size 16 (2 nodes x 8 GPUs) "
             "(allowed: 0..15)",
-            "capture.report_dir: /tmp/r is outside the shared filesystem /tmp/nsysgen-shared of "
+            "capture.report_dir: [NSG007] /tmp/r is outside the shared filesystem /tmp/nsysgen-shared of "
             "cluster local, so reports of other nodes would be lost "
             "(allowed: a path under /tmp/nsysgen-shared)",
         ],

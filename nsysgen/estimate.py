@@ -1,0 +1,72 @@
+"""Report size, estimated from a model calibrated on real reports (bench/calibration/).
+
+Reports that trace CUDA grow with the number of kernels recorded; CPU-only reports (nvtx, osrt)
+with the seconds recorded. The coefficients live in calibration.json, which
+bench/calibration/fit.py writes from the measured reports, with the largest error it saw.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from nsysgen.model import Config
+
+_CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
+# Seconds assumed for a capture whose length the config does not fix.
+_OPEN_ENDED_SECONDS = 60.0
+
+
+@cache
+def calibration() -> dict[str, float]:
+    data = json.loads(_CALIBRATION.read_text(encoding="utf-8"))
+    return {key: float(value) for key, value in data.items()}
+
+
+@dataclass(frozen=True)
+class SizeEstimate:
+    bytes_per_report: int
+    basis: str
+
+
+def captured_seconds(config: Config) -> tuple[float, str]:
+    capture, workload = config.capture, config.workload
+    if capture.mode == "window" and capture.duration:
+        return float(capture.duration), f"{capture.duration} s window"
+    if capture.mode == "window":
+        rest = config.job.time_limit_min * 60 - (capture.delay or 0)
+        return float(rest), f"up to {rest} s (delay to the job's time limit)"
+    if capture.mode == "steps":
+        steps = (capture.last_step or 0) - (capture.first_step or 0) + 1
+        seconds = steps * workload.step_seconds
+        return (
+            seconds,
+            f"{steps} steps x {workload.step_seconds} s (workload.estimate.step_seconds)",
+        )
+    return _OPEN_ENDED_SECONDS, f"{_OPEN_ENDED_SECONDS:.0f} s assumed for one NVTX range"
+
+
+def estimate_report_size(config: Config) -> SizeEstimate:
+    model = calibration()
+    seconds, how_long = captured_seconds(config)
+    error = f"largest error on the calibration reports: {model['max_abs_error_percent']:.0f} %"
+    if "cuda" in config.capture.trace:
+        kernels = seconds * config.workload.kernels_per_second
+        size = model["base_cuda_bytes"] + model["bytes_per_kernel"] * kernels
+        basis = (
+            f"{how_long}; {kernels:,.0f} kernels at workload.estimate.kernels_per_second="
+            f"{config.workload.kernels_per_second:g}; {model['base_cuda_bytes']:,.0f} B + "
+            f"{model['bytes_per_kernel']:g} B per kernel (fit to "
+            f"{model['reports']:.0f} real reports, {error})"
+        )
+    else:
+        size = model["base_cpu_bytes"] + model["bytes_per_cpu_second"] * seconds
+        basis = (
+            f"{how_long}; {model['base_cpu_bytes']:,.0f} B + "
+            f"{model['bytes_per_cpu_second']:,.0f} B per second of CPU tracing ({error})"
+        )
+    if config.capture.gpu_metrics:
+        basis += f"; +{model['gpu_metrics_bytes']:,.0f} B for a report with GPU metrics"
+    return SizeEstimate(round(size), basis)

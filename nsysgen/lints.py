@@ -1,0 +1,309 @@
+"""Profiling lints: stable IDs, a one-line fix each, a configurable severity.
+
+They run on every compile (errors stop it with exit 2, warnings print) and `nsysgen plan` lists
+them. Each looks at the config and at the plan: what every task will really run and write.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from nsysgen.model import Config
+from nsysgen.plan import ProfilePlan
+
+Severity = Literal["error", "warning", "off"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    lint: str
+    severity: Severity
+    path: str  # config path to change
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class Lint:
+    id: str
+    title: str
+    fix: str
+    severity: Severity
+    check: Callable[[Config, ProfilePlan], Iterator[tuple[str, str]]]  # (path, message)
+
+
+def _switch(args: tuple[str, ...], name: str) -> str | None:
+    """The value of the last `name=value` switch in args, if any."""
+    values = [a.split("=", 1)[1] for a in args if a.startswith(f"{name}=")]
+    return values[-1] if values else None
+
+
+def _collectors_per_node(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    per_node = Counter(r.node for r in plan.recorded if r.collectors)
+    crowded = sorted(node for node, count in per_node.items() if count > 1)
+    if crowded:
+        yield (
+            "capture.extra_args",
+            f"node {crowded[0]} runs {per_node[crowded[0]]} EFA/GPU-metrics "
+            f"collectors ({len(crowded)} node(s) affected); they are node-wide, so every "
+            "copy samples the same counters",
+        )
+
+
+def _colliding_names(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    counts = Counter(r.report for r in plan.recorded)
+    repeated = [name for name, count in counts.items() if count > 1]
+    if repeated:
+        yield (
+            "capture.report_name",
+            f"{len(repeated)} report name(s) are shared by several "
+            f"tasks, e.g. {repeated[0]}.nsys-rep ({counts[repeated[0]]} tasks); they overwrite "
+            "each other",
+        )
+
+
+def _window_past_limit(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    capture, limit = config.capture, plan.time_limit_s
+    if capture.mode != "window":
+        return
+    delay, duration = capture.delay or 0, capture.duration or 0
+    if duration and delay + duration > limit:
+        yield (
+            "capture.duration",
+            f"the window ends {delay + duration} s after launch (delay "
+            f"{delay} + duration {duration}), after the job's time limit of {limit} s "
+            f"(job.time_limit_min={config.job.time_limit_min}) (allowed: delay + duration <= "
+            f"{limit})",
+        )
+    elif not duration and delay >= limit:
+        yield (
+            "capture.delay",
+            f"the window opens {delay} s after launch, at or after the job's "
+            f"time limit of {limit} s (allowed: delay < {limit})",
+        )
+
+
+def _duration_kills(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    duration = _switch(plan.profile_args, "--duration")
+    if duration not in (None, "0") and _switch(plan.profile_args, "--kill") != "none":
+        yield (
+            "capture.extra_args",
+            f"--duration={duration} without --kill=none: nsys ends the "
+            "program when the window closes (and a restart policy profiles it again)",
+        )
+
+
+def _range_end_shuts_down(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if _switch(plan.profile_args, "--capture-range") in (None, "none"):
+        return
+    end = _switch(plan.profile_args, "--capture-range-end") or "stop-shutdown"
+    if "shutdown" in end and _switch(plan.profile_args, "--kill") != "none":
+        yield (
+            "capture.extra_args",
+            f"--capture-range-end={end} shuts the session down and "
+            "kills the program when the range ends",
+        )
+
+
+def _too_many_ranks(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    limit = config.lints.max_profiled_ranks
+    if len(plan.recorded) > limit:
+        yield (
+            "capture.ranks",
+            f"{len(plan.recorded)} tasks record, more than "
+            f"lints.max_profiled_ranks={limit}: big reports, slow post-processing",
+        )
+
+
+def _outside_shared_fs(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    shared = posixpath.normpath(config.cluster.shared_fs)
+    report_dir = posixpath.normpath(config.capture.report_dir)
+    if report_dir != shared and not report_dir.startswith(shared.rstrip("/") + "/"):
+        yield (
+            "capture.report_dir",
+            f"{config.capture.report_dir} is outside the shared "
+            f"filesystem {shared} of cluster {config.cluster.name}, so reports of other nodes "
+            f"would be lost (allowed: a path under {shared})",
+        )
+
+
+def _tmpdir_in_containers(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    pyxis = config.cluster.container_runtime == "pyxis" and config.workload.container_image
+    in_container = config.target.name == "eks" or pyxis
+    if in_container and "TMPDIR" not in dict(config.cluster.env):
+        yield (
+            "cluster.env.TMPDIR",
+            "nsys stages its injection libraries in TMPDIR; a "
+            "container's /tmp may be mounted noexec, which breaks injection",
+        )
+
+
+def _unset_variables(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    output = _switch(plan.profile_args, "--output") or ""
+    for name in sorted(set(re.findall(r"%q\{([^}]*)\}", output))):
+        if name == "HOSTNAME" and config.target.name == "slurm":
+            yield (
+                "capture.report_name",
+                "%q{HOSTNAME} is the batch host in every Slurm task, "
+                "not the node that runs it (allowed: %q{SLURMD_NODENAME})",
+            )
+        elif name not in plan.env_vars:
+            yield (
+                "capture.report_name",
+                f"%q{{{name}}} is not set by target "
+                f"{config.target.name}, so nsys leaves it literally in every report name",
+            )
+
+
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|CREDENTIAL)", re.I)
+_TOKEN_SHAPES = re.compile(
+    r"(hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{30,}|gh[ousr]_[A-Za-z0-9]{30,}"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9]{32,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+)
+
+
+def _iter_strings(node: object, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _iter_strings(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from _iter_strings(value, f"{path}[{index}]")
+    elif isinstance(node, str):
+        yield path, node
+
+
+def _secrets(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    for name, value in config.cluster.env:
+        if _SECRET_NAME.search(name) and value:
+            yield (
+                f"cluster.env.{name}",
+                "looks like a secret, and generated files are "
+                "committed (allowed: a variable set at run time, e.g. exported before sbatch, "
+                "or target.secret_env on EKS)",
+            )
+    cluster = {**config.cluster.__dict__, "env": dict(config.cluster.env)}
+    blocks = {
+        "cluster": cluster,
+        "workload": config.workload.settings,
+        "capture": config.capture.__dict__,
+        "target": config.target.settings,
+    }
+    for block, data in blocks.items():
+        for path, text in _iter_strings(data, block):
+            if _TOKEN_SHAPES.search(text):
+                yield (
+                    path,
+                    "holds what looks like an access token or key (allowed: no secrets "
+                    "in configs; pass them at run time or from a Kubernetes Secret)",
+                )
+
+
+def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if config.target.name != "slurm" or config.cluster.slurm_platform != "hyperpod":
+        return
+    if config.cluster.slurm_gres:
+        yield (
+            "cluster.slurm.gres",
+            "HyperPod clusters reject --gres=gpu unless GPU GRES was enabled on them",
+        )
+    if config.cluster.slurm_mpi == "pmix":
+        yield ("cluster.slurm.mpi", "HyperPod clusters reject --mpi=pmix unless pmix was enabled")
+
+
+LINTS: tuple[Lint, ...] = (
+    Lint(
+        "NSG001",
+        "metrics collectors on more than one rank per node",
+        "leave EFA/GPU metrics to capture.efa_metrics/gpu_metrics (one rank per node)",
+        "error",
+        _collectors_per_node,
+    ),
+    Lint(
+        "NSG002",
+        "colliding report names",
+        "put %q{SLURM_PROCID} and %q{SLURMD_NODENAME} in capture.report_name, or set it to null",
+        "error",
+        _colliding_names,
+    ),
+    Lint(
+        "NSG003",
+        "window ends after the time limit",
+        "shorten capture.delay/duration or raise job.time_limit_min",
+        "error",
+        _window_past_limit,
+    ),
+    Lint(
+        "NSG004",
+        "--duration without --kill none",
+        "drop --duration from capture.extra_args; capture.duration adds --kill=none",
+        "error",
+        _duration_kills,
+    ),
+    Lint(
+        "NSG005",
+        "capture-range end shuts the job down",
+        "use --capture-range-end=stop (nsysgen's default) or add --kill=none",
+        "error",
+        _range_end_shuts_down,
+    ),
+    Lint(
+        "NSG006",
+        "more recording ranks than the limit",
+        "record fewer ranks (capture.ranks=[0] or one_per_node) or raise lints.max_profiled_ranks",
+        "warning",
+        _too_many_ranks,
+    ),
+    Lint(
+        "NSG007",
+        "reports outside shared storage",
+        "put capture.report_dir under cluster.shared_fs",
+        "error",
+        _outside_shared_fs,
+    ),
+    Lint(
+        "NSG008",
+        "TMPDIR may be non-executable in containers",
+        "set cluster.env.TMPDIR to a writable, exec-able directory (e.g. on the shared fs)",
+        "warning",
+        _tmpdir_in_containers,
+    ),
+    Lint(
+        "NSG009",
+        "%q{VAR} of a variable the target does not set",
+        "use variables the target sets: %q{SLURM_PROCID}, %q{SLURMD_NODENAME}, ...",
+        "error",
+        _unset_variables,
+    ),
+    Lint(
+        "NSG010",
+        "secrets in configs",
+        "pass secrets at run time, or from a Kubernetes Secret (target.secret_env)",
+        "error",
+        _secrets,
+    ),
+    Lint(
+        "NSG011",
+        "--gres/--mpi=pmix on a cluster that disallows them",
+        "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
+        "error",
+        _hyperpod_flags,
+    ),
+)
+LINT_BY_ID = {lint.id: lint for lint in LINTS}
+
+
+def run_lints(config: Config, plan: ProfilePlan) -> list[Finding]:
+    findings = []
+    for lint in LINTS:
+        severity = config.lints.severity.get(lint.id, lint.severity)
+        if severity == "off":
+            continue
+        for path, message in lint.check(config, plan):
+            findings.append(Finding(lint.id, severity, path, message, lint.fix))  # type: ignore[arg-type]
+    return findings
