@@ -84,7 +84,7 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
     nodes = sorted({r.node for r in recorded})
     shown = ", ".join(map(str, tasks[:16])) + (", ..." if len(tasks) > 16 else "")
     collectors = data["collector_tasks"]
-    end = f"{plan.window_end_s:.0f} s" if plan.window_end_s is not None else "open-ended"
+    end = f"{plan.window_end_s:.0f} s" if plan.window_end_s is not None else "program's end"
     rows = [
         (
             "job",
@@ -105,7 +105,7 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
                 else "none"
             ),
         ),
-        ("window", f"{plan.window}; ends at {end}; time limit {plan.time_limit_s} s"),
+        ("window", f"{plan.window}; ends at {end}; job time limit {plan.time_limit_s} s"),
         (
             "reports",
             f"{data['reports']} x ~{_human(plan.size.bytes_per_report)} = "
