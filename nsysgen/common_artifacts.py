@@ -8,6 +8,7 @@ from pathlib import Path
 from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.model import Config
 from nsysgen.patch import PatchError, patch_source, unified_patch
+from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec, render_template
 from nsysgen.workloads import (
     NEMO_OVERRIDES_FILE,
@@ -67,7 +68,7 @@ def recipes_script(config: Config) -> ArtifactSpec:
             "nsys": config.nsys_path,
             "importer": config.importer_path,
             "report_dir": config.capture.report_dir,
-            "recipes": config.capture.recipes,
+            "runs": recipe_runs(config),
         },
     )
 

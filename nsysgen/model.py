@@ -56,7 +56,8 @@ class Capture:
     gpu_metrics: bool
     report_dir: str
     report_name: str | None
-    recipes: tuple[str, ...]
+    recipes: tuple[str, ...] | str  # "auto", or recipe names
+    pace_kernels: tuple[str, ...]
     extra_args: tuple[str, ...]
     delay: int | None = None
     duration: int | None = None
@@ -162,7 +163,8 @@ def from_dict(data: dict[str, Any]) -> Config:
             gpu_metrics=cap["gpu_metrics"],
             report_dir=cap["report_dir"].rstrip("/") or "/",
             report_name=cap["report_name"],
-            recipes=tuple(cap["recipes"]),
+            recipes=cap["recipes"] if cap["recipes"] == "auto" else tuple(cap["recipes"]),
+            pace_kernels=tuple(cap["pace_kernels"]),
             extra_args=tuple(cap["extra_args"]),
             delay=cap.get("delay"),
             duration=cap.get("duration"),

@@ -107,7 +107,11 @@ def _known_to_version(config: Config) -> Iterator[Issue]:
     nsight = config.nsight
     for field, values, known in (
         ("trace", config.capture.trace, nsight.trace_values),
-        ("recipes", config.capture.recipes, nsight.recipes),
+        (
+            "recipes",
+            () if config.capture.recipes == "auto" else config.capture.recipes,
+            nsight.recipes,
+        ),
     ):
         for index, value in enumerate(values):
             if value not in known:
@@ -119,8 +123,15 @@ def _known_to_version(config: Config) -> Iterator[Issue]:
 
 
 def _recipes_runnable(config: Config) -> Iterator[Issue]:
-    for index, recipe in enumerate(config.capture.recipes):
-        if recipe in _RECIPES_NEEDING_ARGUMENTS:
+    recipes = () if config.capture.recipes == "auto" else config.capture.recipes
+    for index, recipe in enumerate(recipes):
+        if recipe == "cuda_gpu_kern_pace":
+            if not config.capture.pace_kernels:
+                yield Issue(
+                    f"capture.recipes[{index}]",
+                    "cuda_gpu_kern_pace needs kernel names (allowed: set capture.pace_kernels)",
+                )
+        elif recipe in _RECIPES_NEEDING_ARGUMENTS:
             yield Issue(
                 f"capture.recipes[{index}]",
                 f"{recipe!r} needs arguments that nsysgen does not pass yet "

@@ -134,7 +134,7 @@ INVALID = {
         ["capture.delayy=5", "capture.sample=cpu", "cluster.nodes=0", "capture.ranks=[-1]"],
         [
             "capture.delayy: unknown key (allowed keys: cpuctxsw, delay, duration, efa_metrics, "
-            "extra_args, first_step, gpu_metrics, last_step, mode, nvtx_domain, nvtx_range, ranks, "
+            "extra_args, first_step, gpu_metrics, last_step, mode, nvtx_domain, nvtx_range, pace_kernels, ranks, "
             "recipes, report_dir, report_name, sample, trace)",
             "capture.ranks: [-1] is not allowed (allowed: a non-empty list of distinct global ranks "
             "such as [0, 8], or one_per_node, or all)",

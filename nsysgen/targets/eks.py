@@ -13,6 +13,7 @@ from nsysgen.common_artifacts import recipes_script, workload_files
 from nsysgen.errors import Issue
 from nsysgen.injection import injection_issues, injection_pattern, process_lines, torchrun_args
 from nsysgen.model import Config
+from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.base import Target
 from nsysgen.workloads import step_window_env
@@ -279,6 +280,7 @@ def plan(config: Config) -> list[ArtifactSpec]:
         "report_pattern": report_output(config) + ".nsys-rep",
         "collector_args": nsys_cmd.collector_args(config),
         "step_env": dict(step_window_env(config)),
+        "recipe_folders": [run.folder for run in recipe_runs(config)],
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
     return specs

@@ -8,6 +8,7 @@ from nsysgen import nsys_cmd
 from nsysgen.common_artifacts import install_script, recipes_script, workload_files
 from nsysgen.model import Config
 from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
+from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.base import Target
 from nsysgen.workloads import ShellExpr, program
@@ -140,6 +141,7 @@ def _readme(config: Config, selection: RankSelection, files: list[str]) -> Artif
             "collector_args": nsys_cmd.collector_args(config),
             "report_pattern": nsys_cmd.report_output(config) + ".nsys-rep",
             "step_env": dict(program(config).env),
+            "recipe_folders": [run.folder for run in recipe_runs(config)],
         },
     )
 

@@ -42,10 +42,18 @@ export PATH="$venv/bin:$PATH"
 # 3. Every recipe reads all reports of the job.
 echo "recipes.sh: nvtx_sum"
 "$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite
-echo "recipes.sh: cuda_gpu_kern_sum"
-"$nsys" recipe cuda_gpu_kern_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_kern_sum --force-overwrite
 echo "recipes.sh: cuda_api_sum"
 "$nsys" recipe cuda_api_sum --input "$report_dir" --output "$out_dir/"cuda_api_sum --force-overwrite
+echo "recipes.sh: cuda_gpu_kern_sum"
+"$nsys" recipe cuda_gpu_kern_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_kern_sum --force-overwrite
+echo "recipes.sh: cuda_gpu_mem_time_sum"
+"$nsys" recipe cuda_gpu_mem_time_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_mem_time_sum --force-overwrite
+echo "recipes.sh: cuda_gpu_time_util_map"
+"$nsys" recipe cuda_gpu_time_util_map --input "$report_dir" --output "$out_dir/"cuda_gpu_time_util_map --force-overwrite
+echo "recipes.sh: nvtx_gpu_proj_sum"
+"$nsys" recipe nvtx_gpu_proj_sum --input "$report_dir" --output "$out_dir/"nvtx_gpu_proj_sum --force-overwrite
 echo "recipes.sh: nccl_sum"
 "$nsys" recipe nccl_sum --input "$report_dir" --output "$out_dir/"nccl_sum --force-overwrite
+echo "recipes.sh: nccl_gpu_time_util_map"
+"$nsys" recipe nccl_gpu_time_util_map --input "$report_dir" --output "$out_dir/"nccl_gpu_time_util_map --force-overwrite
 echo "recipes.sh: outputs in $out_dir"

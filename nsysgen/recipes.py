@@ -1,0 +1,57 @@
+"""Which `nsys recipe` runs fit a capture: what was traced, what the workload does, and what the
+chosen nsys version offers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nsysgen.model import Config
+
+# Workloads whose ranks talk through NCCL (the python kind may or may not).
+_NCCL_WORKLOADS = ("nccl", "nemo", "fsdp")
+
+
+@dataclass(frozen=True)
+class RecipeRun:
+    recipe: str
+    args: tuple[str, ...]
+    folder: str  # under the recipes output directory
+
+
+def _fitting(config: Config) -> list[str]:
+    traced = set(config.capture.trace)
+    cuda, nvtx = "cuda" in traced, "nvtx" in traced
+    picks = []
+    if nvtx:
+        picks.append("nvtx_sum")
+    if "osrt" in traced:
+        picks.append("osrt_sum")
+    if cuda:
+        picks += [
+            "cuda_api_sum",
+            "cuda_gpu_kern_sum",
+            "cuda_gpu_mem_time_sum",
+            "cuda_gpu_time_util_map",
+        ]
+    if cuda and nvtx:
+        picks.append("nvtx_gpu_proj_sum")
+    if cuda and config.workload.kind in _NCCL_WORKLOADS:
+        picks += ["nccl_sum", "nccl_gpu_time_util_map"]
+    if config.capture.gpu_metrics:
+        picks.append("gpu_metric_util_map")
+    if config.capture.efa_metrics:
+        picks.append("network_map_aws")
+    return [recipe for recipe in picks if recipe in config.nsight.recipes]
+
+
+def recipe_runs(config: Config) -> list[RecipeRun]:
+    names = _fitting(config) if config.capture.recipes == "auto" else list(config.capture.recipes)
+    runs = [RecipeRun(name, (), name) for name in names if name != "cuda_gpu_kern_pace"]
+    if "cuda" in config.capture.trace and "cuda_gpu_kern_pace" in config.nsight.recipes:
+        for kernel in config.capture.pace_kernels:
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", kernel)
+            runs.append(
+                RecipeRun("cuda_gpu_kern_pace", ("--name", kernel), f"cuda_gpu_kern_pace-{slug}")
+            )
+    return runs
