@@ -260,3 +260,33 @@ def test_missing_nsys_stops_with_one_line_reason(local_cluster: LocalCluster) ->
     ), log
     assert "+ " not in log  # no shell trace
     assert sorted(markers(folder)) == [r for r in range(16) if r != 3]
+
+
+def test_analyze_reads_the_cpu_reports_of_a_job(
+    local_cluster: LocalCluster,
+    nsys_2023: Path,
+    run_cli,  # type: ignore[no-untyped-def]
+) -> None:
+    name = "e2e-analyze"
+    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
+    folder = local_cluster.compile(
+        *python_workload(local_cluster, "--steps=4", f"--marker-dir={marker_dir}"),
+        "capture=window",
+        "capture.delay=0",
+        "capture.duration=0",
+        "capture.ranks=[0,8]",
+        "capture.trace=[nvtx,osrt]",
+        f"job.name={name}",
+        "job.time_limit_min=10",
+    )
+    marker_dir.mkdir()
+    code, _, log = local_cluster.sbatch_wait(folder)
+    assert code == 0, log
+    report_dir = local_cluster.shared_fs / "nsight-reports" / name
+    result = run_cli("analyze", str(report_dir), "--nsys", str(nsys_2023))
+    assert result.code == 0, result.err
+    # CPU reports hold no NCCL kernels: the exports are made, the tables are empty.
+    assert "no NCCL kernels in 2 report(s): nothing to plot" in result.out
+    assert len(list(report_dir.glob("*.sqlite"))) == 2
+    calls = (report_dir / "analysis" / "nccl_calls.csv").read_text().splitlines()
+    assert calls == ["report,op,size_bytes,kernel,start_ns,duration_us"]

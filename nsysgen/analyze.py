@@ -1,0 +1,256 @@
+"""`nsysgen analyze`: NCCL collectives from nsys reports, duration per message size.
+
+Replaces the guide's hand work (copying two Events View tables into a CSV): every NCCL call is
+read from the SQLite export, joined to the GPU kernel it launched (through the CUDA launch's
+correlation id), and given its message size. nsys 2025.3.1 does not export the values of
+NCCL's NVTX payload ("Message size [bytes]") to SQLite, so the size comes from an enclosing
+NVTX range whose name ends in the byte count (e.g. "allreduce 1048576"), as nsysgen's test
+workloads and instrumented loops emit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsysgen.errors import NsysgenError
+
+_SIZE_AT_END = re.compile(r"(\d+)\s*$")
+
+
+class AnalyzeError(NsysgenError):
+    def user_message(self) -> str:
+        return f"error: {self}"
+
+
+@dataclass(frozen=True)
+class NcclCall:
+    report: str
+    op: str  # the NCCL API, e.g. ncclAllReduce
+    size_bytes: int | None
+    kernel: str
+    start_ns: int
+    duration_ns: int
+
+
+def export_sqlite(report: Path, nsys: str) -> Path:
+    """The report's SQLite export, made with nsys unless an up-to-date one exists."""
+    target = report.with_suffix(".sqlite")
+    if target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
+        return target
+    proc = subprocess.run(
+        [
+            nsys,
+            "export",
+            "--type",
+            "sqlite",
+            "--force-overwrite",
+            "true",
+            "--output",
+            str(target),
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise AnalyzeError(f"nsys export failed for {report}: {proc.stderr.strip()[-400:]}")
+    return target
+
+
+def find_nsys(explicit: str | None) -> str:
+    candidate = explicit or os.environ.get("NSYS") or shutil.which("nsys")
+    if not candidate or not Path(candidate).exists():
+        raise AnalyzeError(
+            "no nsys to export .nsys-rep reports with (allowed: --nsys PATH, the "
+            "NSYS variable, nsys on PATH, or .sqlite exports)"
+        )
+    return candidate
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def read_calls(sqlite_file: Path, report: str) -> list[NcclCall]:
+    with sqlite3.connect(sqlite_file) as db:
+        needed = {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"}
+        if not needed <= _tables(db):
+            return []
+        ranges = db.execute(
+            "SELECT e.start, e.end, e.globalTid, COALESCE(e.text, s.value), e.domainId "
+            "FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
+            "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL"
+        ).fetchall()
+        domains = {
+            row[0]: row[1]
+            for row in db.execute(
+                "SELECT e.domainId, COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN "
+                "StringIds s ON e.textId = s.id WHERE e.eventType = 75"
+            )
+        }
+        launches = db.execute(
+            "SELECT r.start, r.globalTid, k.start, k.end, s.value "
+            "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
+            "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) "
+            "JOIN StringIds s ON k.shortName = s.id WHERE s.value LIKE 'nccl%'"
+        ).fetchall()
+    nccl_domains = {d for d, name in domains.items() if name == "NCCL"}
+    by_thread: dict[int, list[tuple[int, int, str, bool]]] = defaultdict(list)
+    for start, end, tid, name, domain in ranges:
+        by_thread[tid].append((start, end, name or "", domain in nccl_domains))
+    for spans in by_thread.values():
+        spans.sort()
+    calls = []
+    for api_start, tid, k_start, k_end, kernel in launches:
+        spans = by_thread.get(tid, [])
+        enclosing = [
+            s
+            for s in spans[: bisect.bisect_right(spans, (api_start, 1 << 62))]
+            if s[0] <= api_start <= s[1]
+        ]
+        op = next((s[2] for s in reversed(enclosing) if s[3]), "")
+        sized = [_SIZE_AT_END.search(s[2]) for s in reversed(enclosing) if not s[3]]
+        size = next((int(m.group(1)) for m in sized if m), None)
+        calls.append(NcclCall(report, op or kernel, size, kernel, k_start, k_end - k_start))
+    return sorted(calls, key=lambda c: c.start_ns)
+
+
+def parse_nccl_tests_log(path: Path) -> dict[int, float]:
+    """size (bytes) -> out-of-place time (us), from the result table nccl-tests prints."""
+    times = {}
+    for line in path.read_text(errors="replace").splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[0].isdigit() and fields[1].isdigit():
+            try:
+                times[int(fields[0])] = float(fields[5])
+            except ValueError:
+                continue
+    if not times:
+        raise AnalyzeError(
+            f"{path}: no nccl-tests result rows (size count type redop root time ...) found"
+        )
+    return times
+
+
+def human_size(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:g} {unit}" if size == int(size) else f"{size:.1f} {unit}"
+        size //= 1024
+    raise AssertionError
+
+
+@dataclass(frozen=True)
+class SizeSummary:
+    op: str
+    size_bytes: int | None
+    calls: int
+    mean_us: float
+    median_us: float
+    p90_us: float
+    min_us: float
+    max_us: float
+
+
+def summarise(calls: list[NcclCall]) -> list[SizeSummary]:
+    groups: dict[tuple[str, int | None], list[float]] = defaultdict(list)
+    for call in calls:
+        groups[(call.op, call.size_bytes)].append(call.duration_ns / 1000)
+    rows = []
+    for (op, size), values in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or -1)):
+        ordered = sorted(values)
+        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        rows.append(
+            SizeSummary(
+                op,
+                size,
+                len(values),
+                statistics.fmean(values),
+                statistics.median(values),
+                p90,
+                ordered[0],
+                ordered[-1],
+            )
+        )
+    return rows
+
+
+def write_csvs(calls: list[NcclCall], summary: list[SizeSummary], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    calls_file, summary_file = out / "nccl_calls.csv", out / "nccl_by_size.csv"
+    with calls_file.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["report", "op", "size_bytes", "kernel", "start_ns", "duration_us"])
+        for c in calls:
+            writer.writerow(
+                [
+                    c.report,
+                    c.op,
+                    "" if c.size_bytes is None else c.size_bytes,
+                    c.kernel,
+                    c.start_ns,
+                    f"{c.duration_ns / 1000:.3f}",
+                ]
+            )
+    with summary_file.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(
+            [
+                "op",
+                "size_bytes",
+                "size",
+                "calls",
+                "mean_us",
+                "median_us",
+                "p90_us",
+                "min_us",
+                "max_us",
+            ]
+        )
+        for s in summary:
+            size = "" if s.size_bytes is None else s.size_bytes
+            label = "unknown" if s.size_bytes is None else human_size(s.size_bytes)
+            writer.writerow(
+                [
+                    s.op,
+                    size,
+                    label,
+                    s.calls,
+                    f"{s.mean_us:.3f}",
+                    f"{s.median_us:.3f}",
+                    f"{s.p90_us:.3f}",
+                    f"{s.min_us:.3f}",
+                    f"{s.max_us:.3f}",
+                ]
+            )
+    return [calls_file, summary_file]
+
+
+def collect(path: Path, nsys: str | None) -> tuple[list[NcclCall], int]:
+    """Every NCCL call in the reports at `path` (a folder or one file), and the report count."""
+    files = (
+        sorted(path.glob("*.nsys-rep")) + sorted(path.glob("*.sqlite")) if path.is_dir() else [path]
+    )
+    reports = [f for f in files if f.suffix == ".nsys-rep"]
+    sqlites = {f.with_suffix(".sqlite") for f in reports}
+    sources = [f for f in files if f.suffix == ".sqlite" and f not in sqlites]
+    if reports:
+        tool = find_nsys(nsys)
+        sources += [export_sqlite(report, tool) for report in reports]
+    if not sources:
+        raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
+    calls = []
+    for source in sorted(sources):
+        calls += read_calls(source, source.stem)
+    return calls, len(sources)

@@ -1,0 +1,144 @@
+"""`nsysgen analyze` on a real GPU report (2 x H200, torch.distributed all-reduce over five
+message sizes, nsys 2025.3.1), and the recipes that fit a capture."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+GPU_SQLITE = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"
+SIZES = [1024, 65536, 1048576, 16777216, 134217728]
+NCCL_TESTS_LOG = """\
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 134217728 step: 64(factor) warmup iters: 1 iters: 20
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+        1024           256     float     sum      -1    14.20    0.07    0.07      0    13.90    0.07    0.07      0
+   134217728      33554432     float     sum      -1   470.10  285.51  285.51      0   469.80  285.69  285.69      0
+"""
+
+
+@pytest.fixture
+def analysed(tmp_path: Path, run_cli):  # type: ignore[no-untyped-def]
+    shutil.copy(GPU_SQLITE, tmp_path / GPU_SQLITE.name)
+    log = tmp_path / "nccl-tests.log"
+    log.write_text(NCCL_TESTS_LOG)
+    result = run_cli("analyze", str(tmp_path), "--nccl-tests-log", str(log))
+    assert result.code == 0, result.err
+    return tmp_path / "analysis", result
+
+
+def test_calls_sizes_and_counts_match_what_the_program_did(analysed) -> None:  # type: ignore[no-untyped-def]
+    out, _ = analysed
+    with (out / "nccl_calls.csv").open() as handle:
+        calls = list(csv.DictReader(handle))
+    # The program made 21 all-reduces per size (one warm-up outside the sized NVTX range).
+    summary = json.loads((REPO / "bench/gpu/results/prove-2026-11-29.json").read_text())
+    per_size = summary["issue8_nccl"]["sizes"]["calls_per_size"]
+    assert {int(k): v for k, v in per_size.items()} == dict.fromkeys(SIZES, 21)
+    assert len(calls) == 5 * 21
+    assert all(c["op"] == "ncclAllReduce" for c in calls)
+    assert all(c["kernel"] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL" for c in calls)
+    sized = [int(c["size_bytes"]) for c in calls if c["size_bytes"]]
+    assert {size: sized.count(size) for size in SIZES} == dict.fromkeys(SIZES, 20)
+
+
+def test_size_summary_and_that_big_messages_take_longer(analysed) -> None:  # type: ignore[no-untyped-def]
+    out, result = analysed
+    with (out / "nccl_by_size.csv").open() as handle:
+        rows = {r["size"]: r for r in csv.DictReader(handle)}
+    assert list(rows) == ["unknown", "1 KiB", "64 KiB", "1 MiB", "16 MiB", "128 MiB"]
+    assert float(rows["128 MiB"]["median_us"]) > 20 * float(rows["1 KiB"]["median_us"])
+    assert "ncclAllReduce             128 MiB     20 calls" in result.out
+
+
+def test_plot_is_a_png_per_operation(analysed) -> None:  # type: ignore[no-untyped-def]
+    out, _ = analysed
+    png = out / "nccl_ncclAllReduce_durations.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
+    from nsysgen.analyze import AnalyzeError, parse_nccl_tests_log
+
+    log = tmp_path / "log"
+    log.write_text(NCCL_TESTS_LOG)
+    assert parse_nccl_tests_log(log) == {1024: 14.2, 134217728: 470.1}
+    log.write_text("nothing here\n")
+    with pytest.raises(AnalyzeError):
+        parse_nccl_tests_log(log)
+
+
+def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    empty = run_cli("analyze", str(tmp_path))
+    assert empty.code == 2 and empty.err == f"error: {tmp_path}: no .nsys-rep or .sqlite reports\n"
+    (tmp_path / "r.nsys-rep").write_bytes(b"x")
+    no_nsys = run_cli("analyze", str(tmp_path), "--nsys", "/nonexistent/nsys")
+    assert no_nsys.code == 2 and "no nsys to export .nsys-rep reports with" in no_nsys.err
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            ["cluster=local", "workload=python", "capture.trace=[nvtx,osrt]", "nsight=2023.4.4"],
+            ["nvtx_sum", "osrt_sum"],
+        ),
+        (
+            ["workload=python"],
+            [
+                "nvtx_sum",
+                "cuda_api_sum",
+                "cuda_gpu_kern_sum",
+                "cuda_gpu_mem_time_sum",
+                "cuda_gpu_time_util_map",
+                "nvtx_gpu_proj_sum",
+            ],
+        ),
+        (
+            ["experiment=nccl-scatter-p4de"],
+            [
+                "nvtx_sum",
+                "cuda_api_sum",
+                "cuda_gpu_kern_sum",
+                "cuda_gpu_mem_time_sum",
+                "cuda_gpu_time_util_map",
+                "nvtx_gpu_proj_sum",
+                "nccl_sum",
+                "nccl_gpu_time_util_map",
+            ],
+        ),
+        (
+            [
+                "capture.efa_metrics=true",
+                "capture.gpu_metrics=true",
+                "capture.pace_kernels=[ncclDevKernel_AllReduce_Sum_f32_RING_LL]",
+            ],
+            [
+                "nvtx_sum",
+                "cuda_api_sum",
+                "cuda_gpu_kern_sum",
+                "cuda_gpu_mem_time_sum",
+                "cuda_gpu_time_util_map",
+                "nvtx_gpu_proj_sum",
+                "nccl_sum",
+                "nccl_gpu_time_util_map",
+                "gpu_metric_util_map",
+                "network_map_aws",
+                "cuda_gpu_kern_pace-ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            ],
+        ),
+    ],
+)
+def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> None:
+    from nsysgen import model
+    from nsysgen.compose import Composer
+    from nsysgen.recipes import recipe_runs
+
+    config = model.from_dict(Composer().compose(overrides).data)
+    assert [run.folder for run in recipe_runs(config)] == expected
