@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.analyze import export_sqlite
 from nsysgen.cli import main
 from tests.conftest import EXPERIMENTS
 from tests.realparts import LocalCluster, python_workload
@@ -29,22 +30,8 @@ POLICIES = {
 
 def nvtx_ranges(nsys: Path, report: Path) -> list[tuple[str, int, int]]:
     """(name, start, end) of every NVTX push/pop and start/end range, from the SQLite export."""
-    sqlite_file = report.with_suffix(".sqlite")
-    subprocess.run(
-        [
-            str(nsys),
-            "export",
-            "--type",
-            "sqlite",
-            "--force-overwrite",
-            "true",
-            "--output",
-            str(sqlite_file),
-            str(report),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    # The analyze command's own export, so the tests read what users' exports hold.
+    sqlite_file = export_sqlite(report, str(nsys))
     with sqlite3.connect(sqlite_file) as db:
         return db.execute(
             "SELECT COALESCE(e.text, s.value), e.start, e.end FROM NVTX_EVENTS e "

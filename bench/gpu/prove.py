@@ -251,7 +251,11 @@ def main() -> int:
         for report in reports(name)[:1]:
             shutil.copy(report, OUT / f"{name}.nsys-rep")
     log(json.dumps(summary, indent=1)[:6000])
-    return 0
+    from check_results import check
+
+    problems = check(json.loads((OUT / "summary.json").read_text()))
+    log("\n".join(problems) or "all GPU claims hold")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
