@@ -21,7 +21,8 @@ import kubernetes_validate
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-CRD = REPO.parent / "shared" / "reference" / "kubeflow.org_pytorchjobs.yaml"
+# A copy of the CRD (provenance: kubeflow.org_pytorchjobs.SOURCE.txt beside it).
+CRD = REPO / "tests" / "data" / "kubeflow.org_pytorchjobs.yaml"
 KUBERNETES_VERSION = "1.31"
 HELM_SCHEMAS = {
     "sidecar": "helm-devtools-sidecar-injector-1.0.schema.json",

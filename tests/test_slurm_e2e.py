@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen import model
 from nsysgen.analyze import export_sqlite
 from nsysgen.cli import main
-from tests.conftest import EXPERIMENTS
+from nsysgen.compose import Composer
+from nsysgen.estimate import estimate_report_size
+from tests.conftest import EXPERIMENTS, REPO
 from tests.realparts import LocalCluster, python_workload
 
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
@@ -148,6 +151,31 @@ def test_window_capture_records_a_slice_and_the_job_keeps_running(
     # A 2 s window of a 6 s run: a contiguous run of steps, none from the start or the end.
     assert steps == list(range(steps[0], steps[-1] + 1))
     assert steps[0] >= 3 and steps[-1] <= 26 and 5 <= len(steps) <= 14, steps
+    # The report-size estimate of `nsysgen plan` holds for this real report, within the error
+    # the calibration states.
+    config = model.from_dict(
+        Composer()
+        .compose(
+            [
+                "cluster=local",
+                f"cluster.shared_fs={local_cluster.shared_fs}",
+                "nsight=2023.4.4",
+                "workload=python",
+                "capture=window",
+                "capture.delay=2",
+                "capture.duration=2",
+                "capture.trace=[nvtx,osrt]",
+            ]
+        )
+        .data
+    )
+    estimate = estimate_report_size(config).bytes_per_report
+    actual = reports[0].stat().st_size
+    stated = json.loads((REPO / "nsysgen" / "calibration.json").read_text())
+    assert abs(estimate - actual) / actual * 100 <= stated["max_abs_error_percent"], (
+        estimate,
+        actual,
+    )
 
 
 def test_recipes_script_converts_leftover_qdstrm_and_runs_recipes(
