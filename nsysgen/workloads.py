@@ -27,7 +27,7 @@ class Program:
     # Environment the launch exports for the program (the step window of patched loops).
     env: tuple[tuple[str, str], ...] = ()
     needs_head_node: bool = False
-    # Extra files of the folder the program reads at run time: name -> kind.
+    # Extra files of the folder that go with the program (overrides, patch, helper).
     files: tuple[str, ...] = field(default=())
 
 

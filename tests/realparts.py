@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,6 +60,16 @@ class LocalCluster:
         logs = sorted(folder.glob(f"*_{job_id}.out"))
         log = logs[0].read_text() if logs else ""
         return proc.returncode, job_id, log
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
 
 
 @pytest.fixture(scope="session")
