@@ -10,19 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsysgen import __version__, model
+from nsysgen import __version__
 from nsysgen.analyze import collect, human_size, parse_nccl_tests_log, summarise, write_csvs
 from nsysgen.analyze_plot import plot_op
 from nsysgen.build import FolderResult, build_single, build_sweep
 from nsysgen.check import check_output, render_report
 from nsysgen.compose import GROUPS, Composer
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
-from nsysgen.lints import run_lints
 from nsysgen.pipeline import build_config
-from nsysgen.plan import build_plan
 from nsysgen.plan_report import as_json, as_table
-from nsysgen.semantic import semantic_issues
-from nsysgen.validate import schema_issues
 
 USAGE = """usage: nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]
        nsysgen plan [--json] [--config-dir DIR]... [OVERRIDE ...]
@@ -141,13 +137,9 @@ def run_check(args: Arguments) -> int:
 
 
 def run_plan(args: Arguments, composer: Composer) -> int:
-    composed = composer.compose(args.overrides)
-    config = model.from_dict(composed.data) if not schema_issues(composed.data) else None
-    if config is None or semantic_issues(config):
-        build_config(composed)  # raises InvalidConfig with every problem
-    assert config is not None
-    plan = build_plan(config)
-    findings = run_lints(config, plan)
+    config, plan, findings = build_config(
+        composer.compose(args.overrides), stop_on_lint_errors=False
+    )
     print((as_json if args.json else as_table)(config, plan, findings))
     return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
 

@@ -43,9 +43,12 @@ def regenerate_command(
     return shlex.join(words)
 
 
-def build_config(composed: Composed) -> tuple[model.Config, ProfilePlan, list[Finding]]:
-    """Validate a composed config and type it: schema first, then every semantic rule and lint
-    at once. Returns the profile plan and the lint findings that are not errors."""
+def build_config(
+    composed: Composed, stop_on_lint_errors: bool = True
+) -> tuple[model.Config, ProfilePlan, list[Finding]]:
+    """Validate a composed config and type it: schema first, then every semantic rule, target
+    rule and lint at once. Returns the profile plan and the lint findings not raised: the
+    warnings, or all of them when lint errors should not stop (`nsysgen plan` shows them)."""
     issues = schema_issues(composed.data)
     if issues:
         raise InvalidConfig(issues, composed.choices)
@@ -53,10 +56,14 @@ def build_config(composed: Composed) -> tuple[model.Config, ProfilePlan, list[Fi
     issues = semantic_issues(config) + list(TARGETS[config.target.name].checks(config))
     plan = build_plan(config)
     findings = run_lints(config, plan)
-    issues += [Issue(f.path, f"[{f.lint}] {f.message}") for f in findings if f.severity == "error"]
+    if stop_on_lint_errors:
+        issues += [
+            Issue(f.path, f"[{f.lint}] {f.message}") for f in findings if f.severity == "error"
+        ]
+        findings = [f for f in findings if f.severity == "warning"]
     if issues:
         raise InvalidConfig(issues, composed.choices)
-    return config, plan, [f for f in findings if f.severity == "warning"]
+    return config, plan, findings
 
 
 def compile_config(composed: Composed, command: str, config_dirs: Sequence[str] = ()) -> Compiled:
