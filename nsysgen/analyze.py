@@ -2,10 +2,10 @@
 
 Replaces the guide's hand work (copying two Events View tables into a CSV): every NCCL call is
 read from the SQLite export, joined to the GPU kernel it launched (through the CUDA launch's
-correlation id), and given its message size. nsys 2025.3.1 does not export the values of
-NCCL's NVTX payload ("Message size [bytes]") to SQLite, so the size comes from an enclosing
-NVTX range whose name ends in the byte count (e.g. "allreduce 1048576"), as nsysgen's test
-workloads and instrumented loops emit.
+correlation id), and given its message size. The size comes from NCCL's own NVTX payload
+("Message size [bytes]"), which nsys exports only with `--include-blobs true` (2025.x; checked
+on nsys 2025.3.1 with NCCL from PyTorch 2.11); without it, from an enclosing NVTX range whose
+name ends in the byte count (e.g. "allreduce 1048576").
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import re
 import shutil
 import sqlite3
 import statistics
+import struct
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass
@@ -88,10 +89,11 @@ def read_calls(sqlite_file: Path, report: str) -> list[NcclCall]:
         if not needed <= _tables(db):
             return []
         ranges = db.execute(
-            "SELECT e.start, e.end, e.globalTid, COALESCE(e.text, s.value), e.domainId "
-            "FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
+            "SELECT e.start, e.end, e.globalTid, COALESCE(e.text, s.value), e.domainId, "
+            "e.binaryData FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
             "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL"
         ).fetchall()
+        size_offsets = _message_size_offsets(db)
         domains = {
             row[0]: row[1]
             for row in db.execute(
@@ -106,9 +108,10 @@ def read_calls(sqlite_file: Path, report: str) -> list[NcclCall]:
             "JOIN StringIds s ON k.shortName = s.id WHERE s.value LIKE 'nccl%'"
         ).fetchall()
     nccl_domains = {d for d, name in domains.items() if name == "NCCL"}
-    by_thread: dict[int, list[tuple[int, int, str, bool]]] = defaultdict(list)
-    for start, end, tid, name, domain in ranges:
-        by_thread[tid].append((start, end, name or "", domain in nccl_domains))
+    by_thread: dict[int, list[tuple[int, int, str, bool, int | None]]] = defaultdict(list)
+    for start, end, tid, name, domain, blob in ranges:
+        payload_size = _payload_size(blob, size_offsets)
+        by_thread[tid].append((start, end, name or "", domain in nccl_domains, payload_size))
     for spans in by_thread.values():
         spans.sort()
     calls = []
@@ -119,11 +122,47 @@ def read_calls(sqlite_file: Path, report: str) -> list[NcclCall]:
             for s in spans[: bisect.bisect_right(spans, (api_start, 1 << 62))]
             if s[0] <= api_start <= s[1]
         ]
-        op = next((s[2] for s in reversed(enclosing) if s[3]), "")
+        nccl = next((s for s in reversed(enclosing) if s[3]), None)
+        op = nccl[2] if nccl else ""
         sized = [_SIZE_AT_END.search(s[2]) for s in reversed(enclosing) if not s[3]]
-        size = next((int(m.group(1)) for m in sized if m), None)
+        size = (
+            nccl[4]
+            if nccl and nccl[4] is not None
+            else next((int(m.group(1)) for m in sized if m), None)
+        )
         calls.append(NcclCall(report, op or kernel, size, kernel, k_start, k_end - k_start))
     return sorted(calls, key=lambda c: c.start_ns)
+
+
+def _message_size_offsets(db: sqlite3.Connection) -> dict[int, int]:
+    """schema id -> offset of the 'Message size' field in NCCL's NVTX payload schemas."""
+    if "NVTX_PAYLOAD_SCHEMA_ENTRIES" not in _tables(db):
+        return {}
+    return {
+        schema: offset or 0
+        for schema, name, offset in db.execute(
+            "SELECT schemaId, name, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES"
+        )
+        if name and name.startswith("Message size")
+    }
+
+
+def _payload_size(blob: bytes | str | None, offsets: dict[int, int]) -> int | None:
+    """The message size in an exported NVTX payload blob.
+
+    Layout seen in nsys 2025.3.1 exports: four little-endian u64 (payload count, schema id,
+    payload size, offset of the payload data), then the payload itself.
+    """
+    if not blob or not offsets or isinstance(blob, str):
+        return None
+    data = bytes(blob)
+    if len(data) < 32:
+        return None
+    _count, schema, size, start = struct.unpack_from("<QQQQ", data, 0)
+    field = offsets.get(schema)
+    if field is None or start + field + 8 > len(data) or field + 8 > size:
+        return None
+    return int(struct.unpack_from("<Q", data, start + field)[0])
 
 
 def parse_nccl_tests_log(path: Path) -> dict[int, float]:

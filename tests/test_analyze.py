@@ -142,3 +142,29 @@ def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> N
 
     config = model.from_dict(Composer().compose(overrides).data)
     assert [run.folder for run in recipe_runs(config)] == expected
+
+
+def test_sizes_from_nccls_own_payload_match_every_call(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """The same program, exported with --include-blobs true: NCCL's NVTX payload gives every
+    call its size, warm-ups included (no enclosing NVTX range needed, as with nccl-tests)."""
+    shutil.copy(REPO / "tests/data/gpu/nccl-allreduce-blobs.sqlite", tmp_path)
+    result = run_cli("analyze", str(tmp_path))
+    assert result.code == 0, result.err
+    with (tmp_path / "analysis" / "nccl_calls.csv").open() as handle:
+        sizes = [int(row["size_bytes"]) for row in csv.DictReader(handle)]
+    summary = json.loads((REPO / "bench/gpu/results/prove-2026-11-29.json").read_text())
+    per_size = {int(k): v for k, v in summary["issue8_nccl"]["sizes"]["calls_per_size"].items()}
+    assert {size: sizes.count(size) for size in SIZES} == per_size
+    assert len(sizes) == sum(per_size.values())
+
+
+def test_payload_decoding_rejects_what_it_does_not_understand() -> None:
+    import struct
+
+    from nsysgen.analyze import _payload_size
+
+    blob = struct.pack("<QQQQ", 1, 77, 24, 32) + struct.pack("<QQQ", 5, 4096, 0)
+    assert _payload_size(blob, {77: 8}) == 4096
+    assert _payload_size(blob, {78: 8}) is None  # another schema
+    assert _payload_size(blob[:20], {77: 8}) is None  # truncated
+    assert _payload_size(None, {77: 8}) is None

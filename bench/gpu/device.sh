@@ -12,10 +12,11 @@ export PATH=/opt/nvidia/nsight-compute/2025.3.1/host/linux-desktop-glibc_2_11_3-
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.device_count())'
-# `device.sh ablate|overhead|envcheck` runs a later experiment (bench/gpu/ablate.py, overhead.py).
+# `device.sh ablate|overhead|envcheck|blobs` runs a later experiment (bench/gpu/ablate.py, overhead.py).
 case "${1:-prove}" in
   ablate) python3 device/ablate.py ;;
   overhead) python3 device/overhead.py ;;
   envcheck) python3 device/envcheck.py ;;
+  blobs) python3 device/blobs.py ;;
   *) python3 device/prove.py ;;
 esac
