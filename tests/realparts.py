@@ -46,6 +46,19 @@ class LocalCluster:
         assert code == 0
         return out / name
 
+    def compile_program(self, name: str, program_args: list[str], *overrides: str) -> Path:
+        """Compile job `name` running tests/workloads/nvtx_steps.py with `program_args`; each
+        rank writes its marker into the folder's markers/ (which this creates)."""
+        markers = self.shared_fs / "jobs" / name / "markers"
+        folder = self.compile(
+            *python_workload(self, *program_args, f"--marker-dir={markers}"),
+            *overrides,
+            f"job.name={name}",
+            "job.time_limit_min=10",
+        )
+        markers.mkdir()
+        return folder
+
     def sbatch_wait(self, folder: Path, timeout: int = 300) -> tuple[int, str, str]:
         """Submit job.sbatch from its folder, wait for it; returns (exit code, job id, log)."""
         proc = subprocess.run(

@@ -84,20 +84,15 @@ def test_selected_ranks_record_exactly_the_nvtx_window(
 ) -> None:
     ranks_override, recorded = POLICIES[policy]
     name = f"e2e-{policy}"
-    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
-    folder = local_cluster.compile(
-        *python_workload(
-            local_cluster, "--steps=8", "--profile-steps=3:5", f"--marker-dir={marker_dir}"
-        ),
+    folder = local_cluster.compile_program(
+        name,
+        ["--steps=8", "--profile-steps=3:5"],
         "capture=nvtx",
         "capture.nvtx_range=profile",
         "capture.trace=[nvtx,osrt]",
         f"capture.ranks={ranks_override}",
         "capture.recipes=[nvtx_sum,osrt_sum]",
-        f"job.name={name}",
-        "job.time_limit_min=10",
     )
-    marker_dir.mkdir()
     code, job_id, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
 
@@ -127,20 +122,15 @@ def test_window_capture_records_a_slice_and_the_job_keeps_running(
     local_cluster: LocalCluster, nsys_2023: Path
 ) -> None:
     name = "e2e-window"
-    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
-    folder = local_cluster.compile(
-        *python_workload(
-            local_cluster, "--steps=30", "--step-seconds=0.2", f"--marker-dir={marker_dir}"
-        ),
+    folder = local_cluster.compile_program(
+        name,
+        ["--steps=30", "--step-seconds=0.2"],
         "capture=window",
         "capture.delay=2",
         "capture.duration=2",
         "capture.ranks=[9]",
         "capture.trace=[nvtx,osrt]",
-        f"job.name={name}",
-        "job.time_limit_min=10",
     )
-    marker_dir.mkdir()
     code, job_id, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
     # --duration with --kill=none: the recorded rank finished all its steps too.
@@ -182,19 +172,16 @@ def test_recipes_script_converts_leftover_qdstrm_and_runs_recipes(
     local_cluster: LocalCluster, nsys_2023: Path
 ) -> None:
     name = "e2e-recipes"
-    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
-    folder = local_cluster.compile(
-        *python_workload(local_cluster, "--steps=6", f"--marker-dir={marker_dir}"),
+    folder = local_cluster.compile_program(
+        name,
+        ["--steps=6"],
         "capture=window",
         "capture.delay=0",
         "capture.duration=0",
         "capture.ranks=one_per_node",
         "capture.trace=[nvtx,osrt]",
         "capture.recipes=[nvtx_sum,osrt_sum]",
-        f"job.name={name}",
-        "job.time_limit_min=10",
     )
-    marker_dir.mkdir()
     # Without the importer next to nsys, reports stay .qdstrm, as on a cluster where only the
     # target half of Nsight was installed; recipes.sh must convert them first.
     link = nsys_2023.parent.parent / "host-linux-x64"
@@ -239,18 +226,15 @@ def test_failing_profiled_rank_is_named_and_fails_the_job(
     local_cluster: LocalCluster, nsys_2023: Path
 ) -> None:
     name = "e2e-fail"
-    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
-    folder = local_cluster.compile(
-        *python_workload(local_cluster, "--steps=2", f"--marker-dir={marker_dir}", "--fail-rank=8"),
+    folder = local_cluster.compile_program(
+        name,
+        ["--steps=2", "--fail-rank=8"],
         "capture=window",
         "capture.delay=0",
         "capture.duration=0",
         "capture.ranks=[8]",
         "capture.trace=[nvtx]",
-        f"job.name={name}",
-        "job.time_limit_min=10",
     )
-    marker_dir.mkdir()
     code, _, log = local_cluster.sbatch_wait(folder)
     assert code != 0
     assert "node2: task 8: Exited with exit code 1" in log, log
@@ -258,15 +242,12 @@ def test_failing_profiled_rank_is_named_and_fails_the_job(
 
 def test_missing_nsys_stops_with_one_line_reason(local_cluster: LocalCluster) -> None:
     name = "e2e-no-nsys"
-    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
-    folder = local_cluster.compile(
-        *python_workload(local_cluster, "--steps=1", f"--marker-dir={marker_dir}"),
+    folder = local_cluster.compile_program(
+        name,
+        ["--steps=1"],
         "cluster.nsight_root=/nonexistent/nsight",
         "capture.ranks=[3]",
-        f"job.name={name}",
-        "job.time_limit_min=10",
     )
-    marker_dir.mkdir()
     code, _, log = local_cluster.sbatch_wait(folder)
     assert code != 0
     assert (
@@ -283,18 +264,15 @@ def test_analyze_reads_the_cpu_reports_of_a_job(
     run_cli,  # type: ignore[no-untyped-def]
 ) -> None:
     name = "e2e-analyze"
-    marker_dir = local_cluster.shared_fs / "jobs" / name / "markers"
-    folder = local_cluster.compile(
-        *python_workload(local_cluster, "--steps=4", f"--marker-dir={marker_dir}"),
+    folder = local_cluster.compile_program(
+        name,
+        ["--steps=4"],
         "capture=window",
         "capture.delay=0",
         "capture.duration=0",
         "capture.ranks=[0,8]",
         "capture.trace=[nvtx,osrt]",
-        f"job.name={name}",
-        "job.time_limit_min=10",
     )
-    marker_dir.mkdir()
     code, _, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
     report_dir = local_cluster.shared_fs / "nsight-reports" / name
