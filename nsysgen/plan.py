@@ -14,6 +14,7 @@ from nsysgen import nsys_cmd
 from nsysgen.estimate import SizeEstimate, estimate_report_size
 from nsysgen.model import Config
 from nsysgen.ranks import iter_tasks, select, tasks_per_node
+from nsysgen.targets import eks
 
 # Variables Slurm sets in every task (reference/CLUSTERS.md section 4). HOSTNAME is set too, but
 # to the batch host for every task, so it is modelled as such.
@@ -161,10 +162,8 @@ def _recorded_slurm(config: Config) -> Iterator[RecordedTask]:
 
 
 def _recorded_eks(config: Config) -> Iterator[RecordedTask]:
-    from nsysgen.targets.eks import profiled_replicas, report_output
-
-    labelled = profiled_replicas(config)
-    template = report_output(config)
+    labelled = eks.profiled_replicas(config)
+    template = eks.report_output(config)
     for node in range(config.cluster.nodes):
         replica = "Master" if node == 0 else "Worker"
         if replica not in labelled:
@@ -188,24 +187,20 @@ def _recorded_eks(config: Config) -> Iterator[RecordedTask]:
 
 
 def build_plan(config: Config) -> ProfilePlan:
-    eks = config.target.name == "eks"
-    recorded = tuple(_recorded_eks(config) if eks else _recorded_slurm(config))
+    on_eks = config.target.name == "eks"
+    recorded = tuple(_recorded_eks(config) if on_eks else _recorded_slurm(config))
     window, window_end = _window(config)
-    per_node = 1 if eks else tasks_per_node(config)
-    env_vars = (EKS_POD_VARS if eks else SLURM_TASK_VARS) | {n for n, _ in config.cluster.env}
+    per_node = 1 if on_eks else tasks_per_node(config)
+    env_vars = (EKS_POD_VARS if on_eks else SLURM_TASK_VARS) | {n for n, _ in config.cluster.env}
     if config.workload.launch == "per_gpu":
         launch = f"one task per GPU: {per_node} tasks per node, a task is a global rank"
     else:
-        unit = "pod" if eks else "task"
+        unit = "pod" if on_eks else "task"
         launch = (
             f"one torchrun per node: 1 {unit} per node driving {config.cluster.gpus_per_node}"
             f" GPUs; a report covers the whole node"
         )
-    profile = nsys_cmd.profile_args(config)
-    if eks:
-        from nsysgen.targets.eks import report_output
-
-        profile = nsys_cmd.profile_args(config, output=report_output(config))
+    profile = nsys_cmd.profile_args(config, output=eks.report_output(config) if on_eks else None)
     return ProfilePlan(
         world_size=config.cluster.world_size,
         nodes=config.cluster.nodes,
