@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nsysgen import __version__
 from nsysgen.compose import Composer
 from nsysgen.errors import InvalidConfig, NsysgenError
 from nsysgen.lints import Finding
+from nsysgen.manifest import TamperedFile, is_safe_relative, load_json
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.sweep import expand
-from nsysgen.write import FileStatus, remove_folder, write_folder
+from nsysgen.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
 
 SWEEP_INDEX = "nsysgen-sweep.json"
 
@@ -55,8 +58,10 @@ def build_single(
 ) -> FolderResult:
     composed = composer.compose(args)
     compiled = compile_config(composed, regenerate_command(args, config_dirs), config_dirs)
-    folder = Path(compiled.config.output_dir) / compiled.config.job.name
-    statuses = write_folder(folder, compiled.files, compiled.manifest)
+    output_dir = Path(compiled.config.output_dir)
+    folder = output_dir / compiled.config.job.name
+    with output_lock(output_dir):
+        statuses = write_folder(folder, compiled.files, compiled.manifest)
     return FolderResult(folder, statuses, tuple(compiled.warnings))
 
 
@@ -106,47 +111,66 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
         raise InvalidSweep(failures, len(points))
 
     root = output_dir / root_name
-    results = []
-    for index, (slug, point_files) in enumerate(compiled, start=1):
-        folder = root / slug
-        statuses = write_folder(folder, point_files.files, point_files.manifest)
-        results.append(FolderResult(folder, statuses, tuple(point_files.warnings)))
-        progress.update(index, "wrote")
-    progress.finish()
-    results += _remove_stale_points(root, {slug for slug, _ in compiled})
-    _write_index(root, command, args, {slug: list(c.manifest.overrides) for slug, c in compiled})
+    point_overrides = {slug: list(c.manifest.overrides) for slug, c in compiled}
+    with output_lock(output_dir):
+        if root.is_symlink():
+            raise OutputError(f"{root} is a symbolic link; nsysgen writes only real folders")
+        previous = read_sweep_index(root / SWEEP_INDEX) if (root / SWEEP_INDEX).is_file() else None
+        # The index says "incomplete" until every point is written: a sweep killed midway
+        # leaves an index that `nsysgen check` reports, never a mixed tree that passes.
+        _write_index(root, command, args, point_overrides, complete=False)
+        results = []
+        for index, (slug, point_files) in enumerate(compiled, start=1):
+            folder = root / slug
+            statuses = write_folder(folder, point_files.files, point_files.manifest)
+            results.append(FolderResult(folder, statuses, tuple(point_files.warnings)))
+            progress.update(index, "wrote")
+        progress.finish()
+        stale = sorted(set(previous["points"]) - set(point_overrides)) if previous else []
+        results += [FolderResult(root / slug, remove_folder(root / slug)) for slug in stale]
+        _write_index(root, command, args, point_overrides, complete=True)
     return SweepResult(root, len(compiled), results)
 
 
-def _remove_stale_points(root: Path, current: set[str]) -> list[FolderResult]:
-    index_path = root / SWEEP_INDEX
-    if not index_path.is_file():
-        return []
-    previous = json.loads(index_path.read_text())["points"]
-    return [
-        FolderResult(root / slug, remove_folder(root / slug))
-        for slug in sorted(set(previous) - current)
-    ]
+def read_sweep_index(path: Path) -> dict[str, Any]:
+    """A sweep index, checked: its point names must be folders directly under the sweep."""
+    data = load_json(path)
+    points = data.get("points")
+    if not isinstance(points, dict) or not all(
+        is_safe_relative(slug) and "/" not in slug and isinstance(overrides, list)
+        for slug, overrides in points.items()
+    ):
+        raise TamperedFile(
+            f"{path}: its points are not folder names of this sweep; restore the index from "
+            "version control or delete it"
+        )
+    if not isinstance(data.get("command"), str):
+        raise TamperedFile(f"{path}: not an nsysgen sweep index (no command)")
+    return data
 
 
-def sweep_index_text(command: str, args: Sequence[str], points: dict[str, list[str]]) -> str:
+def sweep_index_text(
+    command: str, args: Sequence[str], points: dict[str, list[str]], complete: bool = True
+) -> str:
     data = {
         "generated_by": f"nsysgen {__version__}",
         "command": command,
         "args": [a for a in args if not a.startswith("output_dir=")],
         "points": points,
+        "complete": complete,
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def _write_index(
-    root: Path, command: str, args: Sequence[str], points: dict[str, list[str]]
+    root: Path, command: str, args: Sequence[str], points: dict[str, list[str]], complete: bool
 ) -> None:
-    text = sweep_index_text(command, args, points)
+    text = sweep_index_text(command, args, points, complete)
     index_path = root / SWEEP_INDEX
-    if index_path.is_file() and index_path.read_text() == text:
+    if index_path.is_file() and not index_path.is_symlink() and index_path.read_text() == text:
         return
-    tmp = root / f".{SWEEP_INDEX}.tmp"
-    tmp.write_text(text)
-    tmp.chmod(0o644)
-    tmp.replace(index_path)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=root, prefix=f".{SWEEP_INDEX}.", delete=False) as tmp:
+        tmp.write(text)
+    Path(tmp.name).chmod(0o644)
+    Path(tmp.name).replace(index_path)  # replaces a link at that name, never follows it

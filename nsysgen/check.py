@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from nsysgen.build import SWEEP_INDEX
+from nsysgen.build import SWEEP_INDEX, read_sweep_index
 from nsysgen.compose import Composer
 from nsysgen.errors import NsysgenError
 from nsysgen.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
 from nsysgen.pipeline import compile_config
 
-Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid"]
+Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid", "incomplete"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,10 @@ def _diff(expected: bytes, actual: bytes, name: str) -> str:
 
 
 def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding]]:
-    manifest = Manifest.read(folder / MANIFEST_NAME)
+    try:
+        manifest = Manifest.read(folder / MANIFEST_NAME)
+    except NsysgenError as error:
+        return 0, [Finding(folder, "invalid", "restore the manifest", error.user_message())]
     regenerate = manifest.command
     try:
         composed = composers.get(manifest.config_dirs).compose(list(manifest.overrides))
@@ -105,20 +107,35 @@ def _compare(
 
 
 def _check_sweep_index(index_path: Path) -> list[Finding]:
-    index = json.loads(index_path.read_text())
+    try:
+        index = read_sweep_index(index_path)
+    except NsysgenError as error:
+        return [Finding(index_path, "invalid", "restore the index", error.user_message())]
     root = index_path.parent
+    command = index["command"]
     findings = []
-    for slug in sorted(index["points"]):
-        if not (root / slug / MANIFEST_NAME).is_file():
-            findings.append(Finding(root / slug, "missing", index["command"], "sweep point"))
+    if index.get("complete") is False:
+        findings.append(
+            Finding(root, "incomplete", command, "the sweep stopped before every point was written")
+        )
+    for slug, overrides in sorted(index["points"].items()):
+        manifest_path = root / slug / MANIFEST_NAME
+        if not manifest_path.is_file():
+            findings.append(Finding(root / slug, "missing", command, "sweep point"))
+            continue
+        try:
+            manifest = Manifest.read(manifest_path)
+        except NsysgenError:
+            continue  # check_folder reports it
+        if list(manifest.overrides) != overrides:
+            findings.append(
+                Finding(root / slug, "changed", command, "point compiled from other overrides")
+            )
     for manifest_path in sorted(root.glob(f"*/{MANIFEST_NAME}")):
         if manifest_path.parent.name not in index["points"]:
             findings.append(
                 Finding(
-                    manifest_path.parent,
-                    "orphaned",
-                    index["command"],
-                    "sweep point no longer in the sweep",
+                    manifest_path.parent, "orphaned", command, "sweep point no longer in the sweep"
                 )
             )
     return findings

@@ -226,6 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`nsysgen plan | head -1`): not an error of nsysgen's. Point
+        # stdout at /dev/null so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception:  # noqa: BLE001 - anything else is a bug in nsysgen, reported as such
         if os.environ.get("NSYSGEN_DEBUG"):
             traceback.print_exc()

@@ -8,6 +8,7 @@ This is the only module that touches Hydra.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from nsysgen.errors import ComposeError
+from nsysgen.errors import ComposeError, InvalidConfig
+from nsysgen.hygiene import control_character, resolver_issues
 from nsysgen.interpolate import Unsupported, resolve
 from nsysgen.resources import CONF_DIR
 
@@ -68,6 +70,12 @@ class Composer:
     def parse(self, overrides: Sequence[str]) -> list[Override]:
         parsed = []
         for text in overrides:  # one at a time, so that an error can name its override
+            found = control_character(text)
+            if found:
+                raise ComposeError(
+                    f"{text!r}: an override holds {found} (allowed: printable text without "
+                    "line breaks, tabs or other control characters)"
+                )
             if text not in self._parsed:
                 try:
                     self._parsed[text] = self._parser.parse_overrides([text])
@@ -88,16 +96,49 @@ class Composer:
         sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
-        structural = [str(o.input_line) for o in parsed if not self._is_value(o)]
+        structural = [self._group_choice(o) for o in parsed if not self._is_value(o)]
         assignments = [(o.key_or_group, o.value()) for o in parsed if self._is_value(o)]
         assignments += list((values or {}).items())
-        base = self._base(structural)
+        base = self._base([text for text in structural if text])
+        issues = resolver_issues(base.plain)
+        for key, value in assignments:
+            issues += resolver_issues(value, key)
+        if issues:
+            raise InvalidConfig(issues, base.choices)
         try:
             data = _assign_and_resolve(base.plain, assignments)
         except Unsupported:
             data = _assign_and_resolve_with_omegaconf(base.cfg, assignments)
         extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
         return Composed(data=data, choices=base.choices, overrides=(*overrides, *extra))
+
+    def _group_choice(self, override: Override) -> str | None:
+        """The override text for Hydra, after checking that a group gets one of its options.
+
+        Hydra parses `nsight=2024.4` as a float and `cluster=null` as None and then fails with a
+        ValueError; here both are input errors with the options listed (and close ones named).
+        """
+        group = override.key_or_group
+        if override.type != OverrideType.CHANGE or not self._loader.repository.group_exists(group):
+            return str(override.input_line)
+        value = override.value()
+        options = self.group_options(group)
+        if value is None:
+            if group == "experiment":  # no experiment overlay: the default
+                return None
+            raise ComposeError(
+                f"{override.input_line}: group {group} needs an option "
+                f"(allowed: {', '.join(options)})"
+            )
+        if isinstance(value, (dict, list)):
+            raise ComposeError(
+                f"{override.input_line}: group {group} takes one option "
+                f"(allowed: {', '.join(options)}; a sweep over options needs -m)"
+            )
+        option = override.get_value_element_as_str()
+        if option not in options:
+            raise ComposeError(unknown_option(group, option, options))
+        return f"{group}='{option}'" if not isinstance(value, str) else str(override.input_line)
 
     def _is_value(self, override: Override) -> bool:
         """A plain key=value (or ++key=value) that needs no recomposition."""
@@ -147,10 +188,14 @@ def _assign_and_resolve(
             raise Unsupported(value)
         node = data
         *parents, leaf = dotted.split(".")
-        for part in parents:
+        for depth, part in enumerate(parents):
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise Unsupported(dotted)  # OmegaConf reports this one
+                parent = ".".join(parents[: depth + 1])
+                raise ComposeError(
+                    f"{dotted}={value}: {parent} is not a mapping, so it has no key "
+                    f"{'.'.join(dotted.split('.')[depth + 1 :])}"
+                )
         node[leaf] = copy.deepcopy(value)
     return resolve(data)
 
@@ -169,6 +214,15 @@ def _assign_and_resolve_with_omegaconf(
         raise ComposeError(_first_paragraph(str(exc))) from None
     assert isinstance(data, dict)
     return {str(key): value for key, value in data.items()}
+
+
+def unknown_option(group: str, option: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(option, options, n=3, cutoff=0.5)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return (
+        f"{group}={option}: no option {option!r} in group {group}{hint} "
+        f"(allowed: {', '.join(options)})"
+    )
 
 
 def _first_paragraph(message: str) -> str:

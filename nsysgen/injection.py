@@ -67,7 +67,9 @@ def injection_pattern(config: Config) -> str:
 
 def injection_issues(config: Config) -> Iterator[Issue]:
     pattern = injection_pattern(config)
-    path = "target.injection_match"
+    # A pattern nsysgen derived is built from the torchrun paths: name what the user set.
+    configured = config.target.settings["injection_match"] is not None
+    path = "target.injection_match" if configured else "target.torchrun_path"
     unportable = _UNPORTABLE.search(pattern)
     if unportable:
         yield Issue(

@@ -15,6 +15,7 @@ from typing import Literal
 
 from nsysgen.model import Config
 from nsysgen.plan import ProfilePlan
+from nsysgen.secrets import find_secrets
 
 Severity = Literal["error", "warning", "off"]
 
@@ -160,48 +161,14 @@ def _unset_variables(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, s
             )
 
 
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|CREDENTIAL)", re.I)
-_TOKEN_SHAPES = re.compile(
-    r"(hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{30,}|gh[ousr]_[A-Za-z0-9]{30,}"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9]{32,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
-)
-
-
-def _iter_strings(node: object, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _iter_strings(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(node, (list, tuple)):
-        for index, value in enumerate(node):
-            yield from _iter_strings(value, f"{path}[{index}]")
-    elif isinstance(node, str):
-        yield path, node
-
-
 def _secrets(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    for name, value in config.cluster.env:
-        if _SECRET_NAME.search(name) and value:
-            yield (
-                f"cluster.env.{name}",
-                "looks like a secret, and generated files are "
-                "committed (allowed: a variable set at run time, e.g. exported before sbatch, "
-                "or target.secret_env on EKS)",
-            )
-    cluster = {**config.cluster.__dict__, "env": dict(config.cluster.env)}
-    blocks = {
-        "cluster": cluster,
-        "workload": config.workload.settings,
-        "capture": config.capture.__dict__,
-        "target": config.target.settings,
-    }
-    for block, data in blocks.items():
-        for path, text in _iter_strings(data, block):
-            if _TOKEN_SHAPES.search(text):
-                yield (
-                    path,
-                    "holds what looks like an access token or key (allowed: no secrets "
-                    "in configs; pass them at run time or from a Kubernetes Secret)",
-                )
+    for path, message in find_secrets(config.values):
+        yield (
+            path,
+            f"{message}, and generated files are committed (allowed: no secrets in configs; "
+            "pass them at run time, e.g. exported before sbatch, or from a Kubernetes Secret "
+            "through target.secret_env)",
+        )
 
 
 def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:

@@ -8,14 +8,44 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nsysgen import __version__
+from nsysgen.errors import NsysgenError
 from nsysgen.render import RenderedFile
 
 MANIFEST_NAME = "nsysgen-manifest.json"
+
+# A path inside an output folder: plain names joined by "/", never absolute, never "." or "..".
+# Manifests and sweep indexes are files in the user's tree that anyone can edit, and nsysgen
+# deletes what they list: a listed path must not be able to point anywhere else.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
+
+
+class TamperedFile(NsysgenError):
+    """A manifest or sweep index that nsysgen did not write as it is."""
+
+    def user_message(self) -> str:
+        return f"error: {self}"
+
+
+def is_safe_relative(name: object) -> bool:
+    return isinstance(name, str) and all(
+        _SAFE_NAME.fullmatch(part) and part not in (".", "..") for part in name.split("/")
+    )
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TamperedFile(f"{path}: not readable as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise TamperedFile(f"{path}: not a JSON object")
+    return data
 
 
 def sha256(data: bytes) -> str:
@@ -53,18 +83,29 @@ class Manifest:
 
     @classmethod
     def read(cls, path: Path) -> Manifest:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(
-            command=data["command"],
-            overrides=tuple(data["overrides"]),
-            config_dirs=tuple(data["config_dirs"]),
-            choices=dict(data["choices"]),
-            files={
-                name: FileRecord(record["sha256"], record["mode"])
-                for name, record in data["files"].items()
-            },
-            version=data["generated_by"].removeprefix("nsysgen "),
-        )
+        """The manifest at `path`; TamperedFile (naming it) if it is not one nsysgen wrote."""
+        data = load_json(path)
+        try:
+            manifest = cls(
+                command=str(data["command"]),
+                overrides=tuple(str(o) for o in data["overrides"]),
+                config_dirs=tuple(str(d) for d in data["config_dirs"]),
+                choices={str(k): str(v) for k, v in dict(data["choices"]).items()},
+                files={
+                    name: FileRecord(str(record["sha256"]), str(record["mode"]))
+                    for name, record in dict(data["files"]).items()
+                },
+                version=str(data["generated_by"]).removeprefix("nsysgen "),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise TamperedFile(f"{path}: not an nsysgen manifest ({exc!r} is wrong)") from None
+        unsafe = sorted(name for name in manifest.files if not is_safe_relative(name))
+        if unsafe or MANIFEST_NAME in manifest.files:
+            raise TamperedFile(
+                f"{path}: lists {', '.join(map(repr, unsafe or [MANIFEST_NAME]))}, which is not a "
+                "file nsysgen writes inside the folder; restore the manifest from version control"
+            )
+        return manifest
 
 
 def file_mode(executable: bool) -> int:

@@ -6,7 +6,7 @@ code use attributes, never dict keys.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 RankPolicy = Literal["one_per_node", "all"]
@@ -113,6 +113,8 @@ class Config:
     job: Job
     output_dir: str
     lints: Lints
+    # Every composed value at its config path, for checks that must see all of them (secrets).
+    values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def nsys_path(self) -> str:
@@ -196,4 +198,5 @@ def from_dict(data: dict[str, Any]) -> Config:
             severity=dict(data["lints"]["severity"]),
             max_profiled_ranks=data["lints"]["max_profiled_ranks"],
         ),
+        values=data,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from nsysgen import model
 from nsysgen.compose import Composed
 from nsysgen.errors import InvalidConfig, Issue
+from nsysgen.hygiene import value_issues
 from nsysgen.lints import Finding, run_lints
 from nsysgen.manifest import Manifest, build_manifest
 from nsysgen.plan import ProfilePlan, build_plan
@@ -49,7 +50,7 @@ def build_config(
     """Validate a composed config and type it: schema first, then every semantic rule, target
     rule and lint at once. Returns the profile plan and the lint findings not raised: the
     warnings, or all of them when lint errors should not stop (`nsysgen plan` shows them)."""
-    issues = schema_issues(composed.data)
+    issues = value_issues(composed.data) or schema_issues(composed.data)
     if issues:
         raise InvalidConfig(issues, composed.choices)
     config = model.from_dict(composed.data)

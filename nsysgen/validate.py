@@ -7,13 +7,15 @@ generic description of a pattern or of a oneOf.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 from typing import Any, cast
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from nsysgen.errors import Issue
 from nsysgen.resources import SCHEMAS_DIR
@@ -28,8 +30,37 @@ def _root_schema() -> dict[str, Any]:
     return schema
 
 
+# JSON Schema counts 1e9 (a float) as an integer; a count or a duration typed as 1e9 is a float
+# in Python and would reach the files as "1000000000.0", so integers must be ints.
+# Schemas are written in ECMA-262 regex syntax (what editors use), where `$` without the m flag
+# matches only at the very end. Python's `$` also matches before a final newline, so here every
+# unescaped `$` is read as `\Z`: "abc\n" must not pass "^[a-z]+$".
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
 @cache
-def _validator(name: str | None = None) -> Draft202012Validator:
+def python_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(_DOLLAR.sub(r"\\Z", pattern))
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, _schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if isinstance(instance, str) and not python_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    validators={"pattern": _pattern},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+
+
+@cache
+def _validator(name: str | None = None) -> Any:
     """The composed-config schema (name None) with every block accepted as is, or one block's.
 
     Blocks are checked apart, so that a sweep re-checks only the blocks that change.
@@ -37,14 +68,18 @@ def _validator(name: str | None = None) -> Draft202012Validator:
     resources = []
     for path in sorted(SCHEMAS_DIR.glob("*.schema.json")):
         schema = json.loads(path.read_text(encoding="utf-8"))
-        resources.append((schema["$id"], Resource.from_contents(schema)))
+        # Without "$schema", a $ref keeps this module's validator class (and its integer rule)
+        # instead of switching to jsonschema's stock class for the draft.
+        schema.pop("$schema", None)
+        resources.append((schema["$id"], Resource.from_contents(schema, DRAFT202012)))
     registry: Registry[Any] = Registry().with_resources(resources)
     root = _root_schema()
     if name is None:
         schema = {**root, "properties": dict.fromkeys(root["properties"], True)}
+        schema.pop("$schema", None)
     else:
         schema = {**root["properties"][name], "$id": root["$id"]}
-    return Draft202012Validator(schema, registry=registry)
+    return _Validator(schema, registry=registry)
 
 
 @lru_cache(maxsize=4096)

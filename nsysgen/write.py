@@ -7,13 +7,25 @@ write is never touched, and one in the way of a planned file stops the compile.
 Atomicity: the new folder is staged beside the old one (unchanged and foreign files are hard
 links, so they keep their inode and mtime) and swapped in with one renameat2(RENAME_EXCHANGE).
 A crash or an error before the swap leaves the previous folder exactly as it was.
+
+Safety: the staging folder has a fresh random name (mkdtemp), so nothing planted at a known
+name can redirect a write; the output folder and every path inside it that nsysgen writes or
+deletes must not be (or pass through) a symbolic link; paths come from nsysgen's own plan or from
+a manifest that `Manifest.read` has checked. Compiles into one output_dir serialise on an
+advisory lock (flock on the output_dir itself), so concurrent compiles never mix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
+import fcntl
 import os
 import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,6 +48,44 @@ class ForeignFileError(NsysgenError):
         return f"error: {self}"
 
 
+class OutputError(NsysgenError):
+    """The output folder cannot be written (a file in the way, permissions, a symlink)."""
+
+    def user_message(self) -> str:
+        return f"error: {self}"
+
+
+@contextlib.contextmanager
+def output_lock(output_dir: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `output_dir` (created if needed) while writing it."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(output_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise OutputError(f"output_dir {output_dir}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            print(f"nsysgen: waiting for another nsysgen writing to {output_dir}", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def inside(folder: Path, name: str) -> Path:
+    """`folder/name`, refusing a path that passes through a symbolic link on the way."""
+    path = folder
+    for part in name.split("/"):
+        if path.is_symlink():
+            raise OutputError(f"{path} is a symbolic link; nsysgen does not write through links")
+        path = path / part
+    return path
+
+
 def _disk_state(path: Path) -> tuple[bytes, int] | None:
     if not path.is_file() or path.is_symlink():
         return None
@@ -49,7 +99,7 @@ def plan_statuses(
     owned = previous.files if previous else {}
     statuses = []
     for f in files:
-        target = folder / f.path
+        target = inside(folder, f.path)
         state = _disk_state(target)
         if (target.exists() or target.is_symlink()) and f.path not in owned:
             raise ForeignFileError(
@@ -64,7 +114,7 @@ def plan_statuses(
             statuses.append(FileStatus(f.path, "updated"))
     planned = {f.path for f in files}
     for name, record in sorted(owned.items()):
-        state = _disk_state(folder / name)
+        state = _disk_state(inside(folder, name))
         if name in planned or state is None:
             continue
         # Only an orphan that is still exactly as nsysgen wrote it is removed.
@@ -75,7 +125,12 @@ def plan_statuses(
 
 
 def write_folder(folder: Path, files: list[RenderedFile], manifest: Manifest) -> list[FileStatus]:
-    """Make `folder` hold `files` plus the manifest; returns the status of each file."""
+    """Make `folder` hold `files` plus the manifest; returns the status of each file.
+
+    The caller holds `output_lock` on the output_dir that contains `folder`.
+    """
+    if folder.is_symlink():
+        raise OutputError(f"{folder} is a symbolic link; nsysgen writes only real folders")
     manifest_path = folder / MANIFEST_NAME
     previous = Manifest.read(manifest_path) if manifest_path.is_file() else None
     statuses = plan_statuses(folder, files, previous)
@@ -84,23 +139,46 @@ def write_folder(folder: Path, files: list[RenderedFile], manifest: Manifest) ->
     changed = [s for s in statuses if s.status not in ("identical", "kept")]
     if not changed and manifest_current:
         return statuses
-
-    staging = folder.parent / f".{folder.name}.nsysgen-staging"
-    shutil.rmtree(staging, ignore_errors=True)  # left over from a crash
-    replaced = {s.path for s in changed} | {MANIFEST_NAME}
-    if folder.is_dir():
-        _link_tree(folder, staging, skip=replaced)
-    else:
-        staging.mkdir(parents=True)
-    by_path = {f.path: f for f in files}
-    for status in changed:
-        if status.status == "removed":
-            continue
-        f = by_path[status.path]
-        _write(staging / f.path, f.text.encode(), file_mode(f.executable))
-    _write(staging / MANIFEST_NAME, manifest_text.encode(), 0o644)
-    _swap_in(staging, folder)
+    try:
+        _stage_and_swap(folder, files, changed, manifest_text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {folder}: {exc.strerror or exc}") from None
     return statuses
+
+
+def _stage_and_swap(
+    folder: Path, files: list[RenderedFile], changed: list[FileStatus], manifest_text: str
+) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(folder)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=_STAGING, dir=folder.parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would hide a new folder from the job's other users
+    try:
+        replaced = {s.path for s in changed} | {MANIFEST_NAME}
+        if folder.is_dir():
+            _link_tree(folder, staging, skip=replaced)
+        by_path = {f.path: f for f in files}
+        for status in changed:
+            if status.status == "removed":
+                continue
+            f = by_path[status.path]
+            _write(staging / f.path, f.text.encode(), file_mode(f.executable))
+        _write(staging / MANIFEST_NAME, manifest_text.encode(), 0o644)
+        staging = _swap_in(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+_STAGING = ".nsysgen-staging"
+
+
+def _remove_stale_staging(folder: Path) -> None:
+    """Staging folders a crashed compile left (the lock says no compile is running now)."""
+    for leftover in folder.parent.glob(f".{folder.name}.*{_STAGING}"):
+        if leftover.is_symlink() or not leftover.is_dir():
+            leftover.unlink()  # the link itself; never what it points to
+        else:
+            shutil.rmtree(leftover)
 
 
 def _write(target: Path, data: bytes, mode: int) -> None:
@@ -141,33 +219,34 @@ def _exchange(a: Path, b: Path) -> bool:
     return bool(result == 0)
 
 
-def _swap_in(staging: Path, folder: Path) -> None:
+def _swap_in(staging: Path, folder: Path) -> Path:
+    """Put `staging` in place of `folder`; returns the path left to delete (the old folder)."""
     if not folder.exists():
-        folder.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(folder)
-        return
+        return staging  # no longer exists: nothing to delete
     if not _exchange(staging, folder):
         # Two renames: a crash between them leaves the old folder under the staging name.
-        old = folder.parent / f".{folder.name}.nsysgen-old"
-        shutil.rmtree(old, ignore_errors=True)
-        folder.rename(old)
+        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=_STAGING, dir=folder.parent))
+        folder.rename(old / "old")
         staging.rename(folder)
-        staging = old
-    shutil.rmtree(staging)
+        return old
+    return staging
 
 
 def remove_folder(folder: Path) -> list[FileStatus]:
     """Remove what nsysgen wrote in `folder` (unchanged files only), and the folder if empty."""
+    if folder.is_symlink():
+        raise OutputError(f"{folder} is a symbolic link; nsysgen removes only real folders")
     manifest_path = folder / MANIFEST_NAME
     if not manifest_path.is_file():
         return []
     statuses = plan_statuses(folder, [], Manifest.read(manifest_path))
     for status in statuses:
         if status.status == "removed":
-            (folder / status.path).unlink()
+            inside(folder, status.path).unlink()
     manifest_path.unlink()
     for directory in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
-        if not any(directory.iterdir()):
+        if not directory.is_symlink() and not any(directory.iterdir()):
             directory.rmdir()
     if not any(folder.iterdir()):
         folder.rmdir()

@@ -187,9 +187,9 @@ INVALID = {
     ),
     "token-in-env": (
         ["cluster.env={HF_TOKEN: hf_abcdefghijklmnopqrstuvwxyz123456}"],
-        "cluster.env.HF_TOKEN: [NSG010] looks like a secret, and generated files are committed "
-        "(allowed: a variable set at run time, e.g. exported before sbatch, or target.secret_env "
-        "on EKS)",
+        "cluster.env.HF_TOKEN: [NSG010] holds what looks like a Hugging Face token, and "
+        "generated files are committed (allowed: no secrets in configs; pass them at run time, "
+        "e.g. exported before sbatch, or from a Kubernetes Secret through target.secret_env)",
     ),
     "duration-without-kill-none": (
         ["capture=steps", 'capture.extra_args=["--duration=60"]'],

@@ -41,8 +41,15 @@ def sbatch_directives(config: Config) -> list[tuple[str, str]]:
         if value is True:
             directives.append((name, ""))
         elif value is not False:
-            directives.append((name, str(value)))
+            directives.append((name, _directive_value(str(value))))
     return directives
+
+
+def _directive_value(value: str) -> str:
+    """A value as sbatch reads it from an #SBATCH line: whitespace ends a word and `#` starts a
+    comment unless inside double quotes. The schema refuses `"` and `\\` in values (sbatch
+    versions differ in escaping them), and hygiene refuses line breaks, so quoting is enough."""
+    return f'"{value}"' if any(c.isspace() or c == "#" for c in value) or not value else value
 
 
 def srun_args(config: Config) -> list[str]:
