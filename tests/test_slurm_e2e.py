@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,64 @@ def test_analyze_reads_the_cpu_reports_of_a_job(
     assert len(list(report_dir.glob("*.sqlite"))) == 2
     calls = (report_dir / "analysis" / "nccl_calls.csv").read_text().splitlines()
     assert calls == ["report,op,size_bytes,kernel,start_ns,duration_us"]
+
+
+ARGV_DUMP = """import json, os, sys
+rank = os.environ["SLURM_PROCID"]
+with open(os.path.join(os.environ["DUMP_DIR"], rank + ".json"), "w") as f:
+    json.dump({"argv": sys.argv[1:], "hostile": os.environ.get("HOSTILE")}, f)
+"""
+HOSTILE_VALUES = [
+    "two words",
+    "it's",
+    'say "hi"',
+    "$(touch {mark})",
+    "`touch {mark}`",
+    "; touch {mark}",
+    "-rf",
+    "*",
+    "../..",
+    "ünï ✓",
+    "%q{SLURM_PROCID}",
+    "a\\b",
+]
+
+
+@pytest.mark.slurm
+def test_hostile_values_arrive_intact_through_real_slurm(
+    local_cluster: LocalCluster, nsys_2023: Path
+) -> None:
+    """Every hostile value reaches the program as one argument (and the environment as one
+    value) through the real sbatch, srun and nsys-exec; nothing is executed."""
+    mark = local_cluster.shared_fs / "PWNED"
+    values = [v.replace("{mark}", str(mark)) for v in HOSTILE_VALUES]
+    script = local_cluster.shared_fs / "argv_dump.py"
+    script.write_text(ARGV_DUMP)
+    dump = local_cluster.shared_fs / "argv"
+    dump.mkdir()
+    # Hydra's quoted strings: only a quote needs a backslash (and one just before it).
+    quoted = ",".join("'" + v.replace("'", "\\'") + "'" for v in values)
+    folder = local_cluster.compile(
+        "workload=python",
+        f"workload.python.interpreter={sys.executable}",
+        f"workload.python.script={script}",
+        f"workload.python.args=[{quoted}]",
+        f"+cluster.env.DUMP_DIR={dump}",
+        "+cluster.env.HOSTILE='$(touch " + str(mark) + ") `x` \"q\" it\\'s'",
+        "+target.sbatch.comment='nightly # build; $(touch " + str(mark) + ")'",
+        "capture.ranks=[1]",
+        "job.name=hostile",
+    )
+    code, job_id, log = local_cluster.sbatch_wait(folder)
+    assert code == 0, log
+    results = [json.loads(p.read_text()) for p in sorted(dump.glob("*.json"))]
+    assert len(results) == 16
+    for result in results:
+        assert result["argv"] == values
+        assert result["hostile"] == f'$(touch {mark}) `x` "q" it\'s'
+    assert not mark.exists()
+    job = subprocess.run(
+        ["scontrol", "show", "job", job_id], env=local_cluster.env, capture_output=True, text=True
+    ).stdout
+    assert f"Comment=nightly # build; $(touch {mark})" in job, job
+    assert "NumNodes=2" in job and "TimeLimit=01:00:00" in job, job
