@@ -8,9 +8,8 @@ This is the only module that touches Hydra.
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 from nsysgen.errors import ComposeError, InvalidConfig
 from nsysgen.hygiene import control_character, resolver_issues
 from nsysgen.interpolate import Unsupported, resolve
+from nsysgen.keys import suggest
 from nsysgen.resources import CONF_DIR
 
 GROUPS = ("cluster", "workload", "capture", "target", "nsight", "experiment")
@@ -40,6 +40,9 @@ class Composed:
     data: dict[str, Any]
     choices: dict[str, str]
     overrides: tuple[str, ...]
+    # group -> the --config-dir file that provided its option (packaged options are left out),
+    # so that an error in a user's file names the file.
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 class Composer:
@@ -62,6 +65,7 @@ class Composer:
         # Composed (unresolved) configs per group-choosing overrides: a sweep over values
         # composes once and only applies its values per point (reference/HYDRA.md section 5).
         self._bases: dict[tuple[str, ...], _Base] = {}
+        self._user_dirs = list(config_dirs)
         self._parsed: dict[str, list[Override]] = {}
 
     def group_options(self, group: str) -> list[str]:
@@ -104,13 +108,29 @@ class Composer:
         for key, value in assignments:
             issues += resolver_issues(value, key)
         if issues:
-            raise InvalidConfig(issues, base.choices)
+            raise InvalidConfig(issues, base.choices, self.sources(base.choices))
         try:
             data = _assign_and_resolve(base.plain, assignments)
         except Unsupported:
             data = _assign_and_resolve_with_omegaconf(base.cfg, assignments)
         extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
-        return Composed(data=data, choices=base.choices, overrides=(*overrides, *extra))
+        return Composed(
+            data=data,
+            choices=base.choices,
+            overrides=(*overrides, *extra),
+            sources=self.sources(base.choices),
+        )
+
+    def sources(self, choices: Mapping[str, str]) -> dict[str, str]:
+        """group -> user config file of its chosen option, for options from --config-dir."""
+        found = {}
+        for group, option in choices.items():
+            for directory in self._user_dirs:
+                path = directory / group / f"{option}.yaml"
+                if path.is_file():
+                    found[group] = str(path)
+                    break
+        return found
 
     def _group_choice(self, override: Override) -> str | None:
         """The override text for Hydra, after checking that a group gets one of its options.
@@ -217,11 +237,9 @@ def _assign_and_resolve_with_omegaconf(
 
 
 def unknown_option(group: str, option: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(option, options, n=3, cutoff=0.5)
-    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
     return (
-        f"{group}={option}: no option {option!r} in group {group}{hint} "
-        f"(allowed: {', '.join(options)})"
+        f"{group}={option}: no option {option!r} in group {group}"
+        f"{suggest(option, list(options))} (allowed: {', '.join(options)})"
     )
 
 

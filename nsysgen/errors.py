@@ -33,15 +33,23 @@ class NsysgenError(Exception):
 class InvalidConfig(NsysgenError):
     """The composed config breaks the schema or a semantic rule."""
 
-    def __init__(self, issues: list[Issue], choices: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        issues: list[Issue],
+        choices: dict[str, str] | None = None,
+        sources: dict[str, str] | None = None,
+    ) -> None:
         self.issues = sorted(set(issues))
         self.choices = choices or {}
+        self.sources = sources or {}  # group -> the user's config file that chose its values
         super().__init__(f"{len(self.issues)} problem(s)")
 
     def user_message(self) -> str:
         count = len(self.issues)
         lines = [f"error: invalid config ({count} problem{'s' if count != 1 else ''})"]
-        lines += [f"  {issue}" for issue in self.issues]
+        for issue in self.issues:
+            source = self.sources.get(issue.path.split(".")[0].split("[")[0])
+            lines.append(f"  {issue}" + (f" [in {source}]" if source else ""))
         if self.choices:
             groups = " ".join(f"{group}={option}" for group, option in sorted(self.choices.items()))
             lines.append(f"  groups: {groups}")

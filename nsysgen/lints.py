@@ -147,15 +147,21 @@ def _tmpdir_in_containers(config: Config, plan: ProfilePlan) -> Iterator[tuple[s
 def _unset_variables(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     output = _switch(plan.profile_args, "--output") or ""
     for name in sorted(set(re.findall(r"%q\{([^}]*)\}", output))):
+        # The placeholder may come from the folder (capture.report_dir) or the file name.
+        path = (
+            "capture.report_dir"
+            if f"%q{{{name}}}" in config.capture.report_dir
+            else "capture.report_name"
+        )
         if name == "HOSTNAME" and config.target.name == "slurm":
             yield (
-                "capture.report_name",
+                path,
                 "%q{HOSTNAME} is the batch host in every Slurm task, "
                 "not the node that runs it (allowed: %q{SLURMD_NODENAME})",
             )
         elif name not in plan.env_vars:
             yield (
-                "capture.report_name",
+                path,
                 f"%q{{{name}}} is not set by target "
                 f"{config.target.name}, so nsys leaves it literally in every report name",
             )

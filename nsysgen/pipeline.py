@@ -52,7 +52,7 @@ def build_config(
     warnings, or all of them when lint errors should not stop (`nsysgen plan` shows them)."""
     issues = value_issues(composed.data) or schema_issues(composed.data)
     if issues:
-        raise InvalidConfig(issues, composed.choices)
+        raise InvalidConfig(issues, composed.choices, composed.sources)
     config = model.from_dict(composed.data)
     issues = semantic_issues(config) + list(TARGETS[config.target.name].checks(config))
     plan = build_plan(config)
@@ -63,7 +63,7 @@ def build_config(
         ]
         findings = [f for f in findings if f.severity == "warning"]
     if issues:
-        raise InvalidConfig(issues, composed.choices)
+        raise InvalidConfig(issues, composed.choices, composed.sources)
     return config, plan, findings
 
 

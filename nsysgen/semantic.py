@@ -95,6 +95,28 @@ def _step_window(config: Config) -> Iterator[Issue]:
         )
 
 
+# The settings each capture mode reads; the others would be silently ignored.
+_MODE_SETTINGS = {
+    "window": ("delay", "duration"),
+    "steps": ("first_step", "last_step"),
+    "nvtx": ("nvtx_range", "nvtx_domain"),
+}
+
+
+def _settings_of_other_modes(config: Config) -> Iterator[Issue]:
+    capture = config.capture
+    for mode, keys in _MODE_SETTINGS.items():
+        if mode == capture.mode:
+            continue
+        for key in keys:
+            if getattr(capture, key) is not None:
+                yield Issue(
+                    f"capture.{key}",
+                    f"capture={capture.mode} ignores {key}; only capture={mode} reads it "
+                    f"(allowed: leave it unset, or choose capture={mode})",
+                )
+
+
 def _nvtx_traced(config: Config) -> Iterator[Issue]:
     if config.capture.mode == "nvtx" and "nvtx" not in config.capture.trace:
         yield Issue(
@@ -154,6 +176,7 @@ CHECKS: tuple[Check, ...] = (
     _ranks_in_world,
     _collectors_supported,
     _step_window,
+    _settings_of_other_modes,
     _nvtx_traced,
     _known_to_version,
     _recipes_runnable,

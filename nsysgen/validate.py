@@ -18,6 +18,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from nsysgen.errors import Issue
+from nsysgen.keys import catalog, suggest
 from nsysgen.resources import SCHEMAS_DIR
 
 ROOT_SCHEMA = "config.schema.json"
@@ -89,7 +90,7 @@ def _block_issues(name: str, canonical: str) -> tuple[Issue, ...]:
     return tuple(
         Issue(f"{name}.{issue.path}" if issue.path != "<root>" else name, issue.message)
         for error in errors
-        for issue in _issues_from(error)
+        for issue in _issues_from(error, name)
     )
 
 
@@ -111,7 +112,7 @@ def dotted(path: Sequence[str | int]) -> str:
     return out or "<root>"
 
 
-def _issues_from(error: ValidationError) -> Iterator[Issue]:
+def _issues_from(error: ValidationError, block: str = "") -> Iterator[Issue]:
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     allowed = schema.get("x-allowed")
@@ -119,11 +120,15 @@ def _issues_from(error: ValidationError) -> Iterator[Issue]:
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         known = sorted(schema.get("properties", {}))
         for key in sorted(set(error.instance) - set(known)):
-            yield Issue(dotted([*path, key]), f"unknown key (allowed keys: {', '.join(known)})")
+            yield Issue(
+                dotted([*path, key]),
+                f"unknown key{suggest(str(key), known)} (allowed keys: {', '.join(known)})",
+            )
     elif kind == "required":
         for key in cast(list[str], error.validator_value):
             if isinstance(error.instance, dict) and key not in error.instance:
-                yield Issue(dotted([*path, key]), "missing (required)")
+                expected = _expected([block, *path] if block else path, key)
+                yield Issue(dotted([*path, key]), f"missing (required; {expected})")
     elif kind in ("enum", "const"):
         value = error.validator_value
         values = cast(list[Any], value) if kind == "enum" else [value]
@@ -150,6 +155,14 @@ _BOUND_ALLOWED = {
     "minLength": "at least {} character(s)",
     "uniqueItems": "distinct items",
 }
+
+
+def _expected(path: Sequence[str | int], key: str) -> str:
+    """What a missing key should hold: its type and description from the schema."""
+    found = {k.path: k for k in catalog()}.get(dotted([*path, key]))
+    if found is None:
+        return "see the schema in schemas/"
+    return f"{found.kind}: {found.description}" if found.description else found.kind
 
 
 def _fallback_allowed(error: ValidationError) -> str:
