@@ -13,6 +13,16 @@ from pathlib import Path
 NSYS = "/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys"
 
 
+def inside(rows: list[tuple[int, int, str]], start: int, end: int) -> dict[str, object]:
+    """The micro-batch and optimizer-step ranges that lie within one step's range."""
+    within = [text for a, b, text in rows if start <= a and b <= end]
+    return {
+        "micro_batches": sorted(t for t in within if t.startswith("micro ")),
+        "optimizer_steps": within.count("optimizer step"),
+        "ms": round((end - start) / 1e6, 3),
+    }
+
+
 def main() -> int:
     root, status = Path(sys.argv[1]), int(sys.argv[2])
     out = Path(os.environ.get("OUT", "/tmp/out"))
@@ -44,14 +54,7 @@ def main() -> int:
         steps = [(a, b, t) for a, b, t in rows if t.startswith("step ")]
         summary["steps"] = [t for _, _, t in steps]
         summary["kernels"] = kernels
-        summary["per_step"] = {
-            t: {
-                "micro_batches": sorted(x for a2, b2, x in rows if x.startswith("micro ") and a <= a2 and b2 <= b),
-                "optimizer_steps": sum(1 for a2, b2, x in rows if x == "optimizer step" and a <= a2 and b2 <= b),
-                "ms": round((b - a) / 1e6, 3),
-            }
-            for a, b, t in steps
-        }  # fmt: skip
+        summary["per_step"] = {t: inside(rows, a, b) for a, b, t in steps}
         summary["outside_steps"] = sum(
             1 for a2, b2, x in rows if not x.startswith("step ")
             and not any(a <= a2 and b2 <= b for a, b, _ in steps)

@@ -47,7 +47,9 @@ class StepSite:
     """Where a step ends: the end of the loop body, or a block that runs once per step."""
 
     block: Block | None  # None: every iteration of the step loop is one step
-    when: str | None = None  # the expression that says the step ended (`accelerator.sync_gradients`)
+    when: str | None = (
+        None  # the expression that says the step ended (`accelerator.sync_gradients`)
+    )
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,9 @@ class Script:
     def function_of(self, node: ast.AST) -> Function | None:
         """The function whose body holds `node` (None at module level)."""
         current = self.parent.get(node)
-        while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        while current is not None and not isinstance(
+            current, (ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
             current = self.parent.get(current)
         return current
 
@@ -224,7 +228,9 @@ class Script:
         todo: list[ast.AST] = [loop]
         while todo:
             node = self.parent.get(todo.pop())
-            while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            while node is not None and not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
                 if isinstance(node, (ast.For, ast.While)):
                     return True
                 node = self.parent.get(node)
@@ -273,9 +279,7 @@ def find_step_loop(script: Script, loop_line: int | None) -> Loop:
     candidates = candidates or [loop for loop in loops if reach[loop]]
     candidates = candidates or [loop for loop in loops if back[loop]]
     innermost = [
-        loop
-        for loop in candidates
-        if not any(script.encloses(loop, other) for other in candidates)
+        loop for loop in candidates if not any(script.encloses(loop, other) for other in candidates)
     ]
     hint = "set loop_line to the line of the step loop's `for` or `while`"
     if not innermost:
@@ -332,15 +336,23 @@ def locate_step(script: Script, block: Block, depth: int = 0) -> StepSite:
         if isinstance(statement, ast.Try):
             return locate_step(script, statement.body, depth)
         if depth < 4 and not isinstance(statement, (ast.For, ast.While)):
-            direct = any(script.is_optimizer_step(call) for call in _direct_calls(statement))
-            if not direct:
-                for call in _direct_calls(statement):
-                    for callee in script.callees(call):
-                        if STEP in script.reaches(callee):
-                            inner = locate_step(script, callee.body, depth + 1)
-                            if inner.block is not None:
-                                return inner
+            inner = _through_calls(script, statement, depth)
+            if inner.block is not None:
+                return inner
         return StepSite(None)
+    return StepSite(None)
+
+
+def _through_calls(script: Script, statement: ast.stmt, depth: int) -> StepSite:
+    """The step site inside the functions of this file that `statement` calls."""
+    if any(script.is_optimizer_step(call) for call in _direct_calls(statement)):
+        return StepSite(None)
+    for call in _direct_calls(statement):
+        for callee in script.callees(call):
+            if STEP in script.reaches(callee):
+                inner = locate_step(script, callee.body, depth + 1)
+                if inner.block is not None:
+                    return inner
     return StepSite(None)
 
 
@@ -366,6 +378,7 @@ def _flatten(script: Script, block: Block, depth: int = 0) -> list[ast.stmt]:
 
 def _increment(statement: ast.stmt) -> ast.expr | None:
     """`x += 1` or `x = x + 1`: the x, else None."""
+    target: ast.expr
     if isinstance(statement, ast.AugAssign) and isinstance(statement.op, ast.Add):
         value, target = statement.value, statement.target
     elif (
@@ -387,7 +400,9 @@ def _stop_tests(loop: Loop) -> list[ast.expr]:
     """Conditions that end the loop: the while test, `if ...: break`."""
     tests: list[ast.expr] = [loop.test] if isinstance(loop, ast.While) else []
     for node in ast.walk(loop):
-        if isinstance(node, ast.If) and any(isinstance(s, (ast.Break, ast.Return)) for s in node.body):
+        if isinstance(node, ast.If) and any(
+            isinstance(s, (ast.Break, ast.Return)) for s in node.body
+        ):
             tests.append(node.test)
     return tests
 
@@ -397,15 +412,16 @@ def _choose_counter(script: Script, loop: Loop, found: list[ast.expr]) -> ast.ex
     names = sorted(texts)
     if len(names) <= 1:
         return texts[names[0]] if names else None
+    stops = {ast.unparse(node) for test in _stop_tests(loop) for node in ast.walk(test)}
+
+    def says_step(name: str) -> bool:
+        return any(word in name.lower() for word in ("step", "iter"))
+
+    def ends_loop(name: str) -> bool:
+        return ast.unparse(texts[name]) in stops
+
     # Prefer a name that says step or iteration, then the counter that ends the loop.
-    for keep in (
-        lambda name: any(word in name.lower() for word in ("step", "iter")),
-        lambda name: any(
-            ast.unparse(texts[name]) == ast.unparse(node)
-            for test in _stop_tests(loop)
-            for node in ast.walk(test)
-        ),
-    ):
+    for keep in (says_step, ends_loop):
         kept = [name for name in names if keep(name)]
         names = kept or names
         if len(names) == 1:
@@ -443,7 +459,9 @@ def _counted(script: Script, loop: Loop, site: StepSite) -> tuple[str | None, st
 def _loop_variable(loop: ast.For) -> str | None:
     """`for step in range(...)`, `for i, batch in enumerate(...)`, `tqdm(range(...))` -> name."""
     iterator, target = loop.iter, loop.target
-    while isinstance(iterator, ast.Call) and _last_name(iterator.func) in _WRAPPERS and iterator.args:
+    while (
+        isinstance(iterator, ast.Call) and _last_name(iterator.func) in _WRAPPERS and iterator.args
+    ):
         iterator = iterator.args[0]
     if not isinstance(iterator, ast.Call) or _last_name(iterator.func) not in _COUNTING:
         return None

@@ -1,5 +1,6 @@
-"""A stand-in for torch that prints what a patched training script asks of it, one event a line
-(`@@ start`, `@@ push step 3`, `@@ backward`, `@@ optimizer.step`, ...), for tests/test_patch_behaviour.py."""
+"""A stand-in for torch that prints what a patched training script asks of it, one event a
+line (`@@ start`, `@@ push step 3`, `@@ backward`, `@@ optimizer.step`, ...), for
+tests/test_patch_behaviour.py."""
 
 from __future__ import annotations
 
