@@ -79,14 +79,18 @@ def training_patch(config: Config) -> ArtifactSpec:
     source_path = settings["source"]
     field = f"workload.{config.workload.kind}.source"
     try:
-        source = Path(source_path).read_text(encoding="utf-8")
+        # newline="": CRLF files keep their line endings, so their patch applies.
+        with Path(source_path).open(encoding="utf-8", newline="") as file:
+            source = file.read()
     except OSError as error:
         problem = f"cannot read {source_path} ({error.strerror}) (allowed: a path relative to "
         raise InvalidConfig([Issue(field, problem + "the current directory)")]) from None
     helper = render_template("common/_step_window_class.py.j2")
     try:
-        patched = patch_source(source, helper, settings["loop_line"])
+        patched = patch_source(source, helper, settings["loop_line"], settings["step_expr"])
     except PatchError as error:
+        if error.setting is not None:
+            field = f"workload.{config.workload.kind}.{error.setting}"
         raise InvalidConfig([Issue(field, f"{source_path}: {error}")]) from None
     return ArtifactSpec(
         path=PATCH_FILE,

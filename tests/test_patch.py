@@ -40,7 +40,7 @@ def test_patch_matches_golden(name: str, request: pytest.FixtureRequest) -> None
     ("name", "begin", "steps_by"),
     [
         ("fsdp_train.py", "        _nsysgen_window.begin(batch_idx)  # nsysgen", "enumerate index"),
-        ("ddp_train.py", "            _nsysgen_window.begin()  # nsysgen", "helper's count"),
+        ("ddp_train.py", "            _nsysgen_window.begin(global_step)  # nsysgen", "counter"),
         ("plain_loop.py", "    _nsysgen_window.begin(step)  # nsysgen", "range variable"),
         ("while_loop.py", "        _nsysgen_window.begin(step)  # nsysgen", "while counter"),
         ("function_loop.py", "            _nsysgen_window.begin()  # nsysgen", "helper's count"),
@@ -121,13 +121,14 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
         (
             "x = 1\nfor i in range(3):\n    print(i)\n",
             None,
-            "found no training loop (a for or while loop that calls .backward() or an optimizer's "
-            ".step()); set loop_line to the line of the training loop's `for` or `while`",
+            "found no training loop (a for or while loop that reaches .backward() or an "
+            "optimizer's .step(), directly or through functions of this file); set loop_line to "
+            "the line of the step loop's `for` or `while`",
         ),
         (
             "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n",
             None,
-            "found several training loops (lines 1, 3); set loop_line to the line of the training "
+            "found several step loops: line 1, line 3; set loop_line to the line of the step "
             "loop's `for` or `while`",
         ),
         (
@@ -141,7 +142,19 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
             "the loop at line 1 has its body on the same line; put it on lines of its own",
         ),
         ("for a in b\n    l.backward()\n", None, "is not valid Python (expected ':', line 1)"),
-        ("for a in b:\n    l.backward()", None, "the file does not end with a newline; add one"),
+        (
+            "for s in range(3):\n    a.step()\n    o.step()\n    s += 1\n    t += 1\n",
+            None,
+            "found no training loop (a for or while loop that reaches .backward() or an "
+            "optimizer's .step(), directly or through functions of this file); set loop_line to "
+            "the line of the step loop's `for` or `while`",
+        ),
+        (
+            "while x:\n    l.backward()\n    opt.step()\n    a += 1\n    b += 1\n",
+            None,
+            "the step loop at line 1 counts with several variables (a, b); set step_expr to the "
+            "one that numbers steps",
+        ),
     ],
 )
 def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message: str) -> None:
@@ -200,3 +213,41 @@ def test_compile_writes_the_patch_and_reports_errors(
     assert no_loop.code == 2
     assert "found no training loop" in no_loop.err
     assert not (out / "noloop").exists()
+
+
+def test_step_expr_names_the_counter() -> None:
+    source = "while True:\n    loss.backward()\n    opt.step()\n    done += 1\n"
+    patched = patch_source(source, HELPER, step_expr=" state['step'] ")
+    assert "    _nsysgen_window.begin(state['step'])  # nsysgen\n" in patched
+    with pytest.raises(PatchError) as error:
+        patch_source(source, HELPER, step_expr="step +")
+    assert error.value.setting == "step_expr"
+    assert str(error.value) == (
+        "'step +' is not a Python expression (allowed: an expression the step loop can read at "
+        "the top of every iteration, e.g. iter_num or self.step)"
+    )
+
+
+def test_cli_names_the_setting_to_fix(
+    tmp_path: Path,
+    run_cli,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    common = (
+        "workload=python",
+        "capture=steps",
+        "workload.python.source=tests/training_scripts/plain_loop.py",
+        f"output_dir={tmp_path}",
+    )
+    bad = run_cli(*common, "workload.python.step_expr='step +'")
+    assert bad.code == 2
+    assert "  workload.python.step_expr: tests/training_scripts/plain_loop.py: 'step +' is not" in (
+        bad.err
+    )
+    line = run_cli(*common, "workload.python.loop_line=3")
+    assert line.code == 2
+    assert (
+        "  workload.python.loop_line: tests/training_scripts/plain_loop.py: no for/while loop "
+        "starts at line 3 (loops start at lines: 10)"
+    ) in line.err.splitlines()

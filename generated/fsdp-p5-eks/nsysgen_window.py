@@ -24,58 +24,86 @@ class _NsysgenStepWindow:
 
     Reads NSYSGEN_PROFILE_FIRST_STEP, NSYSGEN_PROFILE_LAST_STEP and NSYSGEN_PROFILE_RANKS (a
     comma list of global ranks, one_per_node or all), which nsysgen's launch files set; without
-    them it does nothing at all. Each step is an NVTX range "step N", so reports show step
-    boundaries.
+    them it imports nothing and does nothing. Each step is an NVTX range "step N", so reports
+    show step boundaries. The capture opens once per run, at the first step in the window.
     """
 
     def __init__(self):
-        import os
+        import os  # loaded by every interpreter at startup: this imports nothing new
 
         env = os.environ
-        first = env.get("NSYSGEN_PROFILE_FIRST_STEP")
-        last = env.get("NSYSGEN_PROFILE_LAST_STEP")
+        first = env.get("NSYSGEN_PROFILE_FIRST_STEP", "").strip()
+        last = env.get("NSYSGEN_PROFILE_LAST_STEP", "").strip()
+        self.active = False
+        self.count = 0  # steps ended: the step number when the script has no counter
+        self.step = None  # the step whose NVTX range is open
+        self.recording = False
+        self.done = False
+        if not (first.isdigit() and last.isdigit()):
+            return
         ranks = env.get("NSYSGEN_PROFILE_RANKS", "")
-        rank = int(env.get("RANK", env.get("SLURM_PROCID", "0")))
-        local_rank = int(env.get("LOCAL_RANK", env.get("SLURM_LOCALID", "0")))
-        chosen = (
+        rank = self._number(env, "RANK", "SLURM_PROCID")
+        local_rank = self._number(env, "LOCAL_RANK", "SLURM_LOCALID")
+        self.active = (
             ranks == "all"
             or (ranks == "one_per_node" and local_rank == 0)
             or str(rank) in ranks.split(",")
         )
-        self.active = first is not None and last is not None and chosen
-        self.first = int(first) if self.active else 0
-        self.last = int(last) if self.active else -1
-        self.count = 0
-        self.step = None
-        self.recording = False
+        self.first, self.last = int(first), int(last)
+
+    @staticmethod
+    def _number(env, *names):
+        # Launchers leave rank variables empty or unset; neither may stop the training.
+        for name in names:
+            value = env.get(name, "").strip()
+            if value.isdigit():
+                return int(value)
+        return 0
 
     def begin(self, step=None):
-        if not self.active:
+        """Top of every iteration of the step loop: the previous step ends, `step` begins."""
+        if self.active:
+            self.end()
+            self.open(step)
+
+    def open(self, step=None):
+        """Top of a micro-batch iteration: `step` begins unless a step is still open."""
+        if not self.active or self.step is not None:
             return
-        self.end()
         step = self.count if step is None else step
-        self.count += 1
         import torch
 
-        if step == self.first and not self.recording:
+        if not (self.recording or self.done) and self.first <= step <= self.last:
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStart()
             self.recording = True
         torch.cuda.nvtx.range_push(f"step {step}")
         self.step = step
 
-    def end(self):
-        if not self.active or self.step is None:
+    def end(self, ended=True):
+        """After the optimizer step (when `ended`): the step ends; after LAST, capture stops."""
+        if not (self.active and ended) or self.step is None:
             return
         import torch
 
         torch.cuda.nvtx.range_pop()
+        self.count += 1
         if self.recording and self.step >= self.last:
             # Kernels still in flight belong to the window: wait for them before stopping.
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
             self.recording = False
+            self.done = True
         self.step = None
+
+    def close(self):
+        """After the loop: a step left open (micro-batches without an optimizer step) ends
+        uncounted, so the next step keeps its number."""
+        if self.active and self.step is not None:
+            import torch
+
+            torch.cuda.nvtx.range_pop()
+            self.step = None
 
 
 window = _NsysgenStepWindow()

@@ -1,0 +1,100 @@
+"""Training-loop patches on public training scripts, kept verbatim under
+tests/training_scripts/corpus/ (sources and licenses in corpus.json and licenses/): the step loop
+and step numbering each one gets, byte-exact golden patches that `git apply` and `patch -p1`
+accept, patched scripts that compile, idempotence."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsysgen.patch import PatchError, analyse, patch_source, strip, unified_patch
+from nsysgen.render import render_template
+from tests.conftest import REPO
+
+CORPUS = REPO / "tests" / "training_scripts" / "corpus"
+GOLDEN = REPO / "tests" / "golden" / "patches" / "corpus"
+HELPER = render_template("common/_step_window_class.py.j2")
+ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
+NAMES = [entry["file"] for entry in ENTRIES]
+
+
+def source_of(name: str) -> str:
+    return read(CORPUS / name)
+
+
+def read(path: Path) -> str:
+    with path.open(encoding="utf-8", newline="") as file:
+        return file.read()
+
+
+def fix_of(entry: dict[str, Any]) -> int | None:
+    fix: dict[str, int] = entry.get("fix", {})
+    return fix.get("loop_line")
+
+
+def diff_for(entry: dict[str, Any]) -> str:
+    name = entry["file"]
+    patched = patch_source(source_of(name), HELPER, fix_of(entry))
+    return unified_patch(f"tests/training_scripts/corpus/{name}", source_of(name), patched)
+
+
+def test_corpus_is_large_and_permissive() -> None:
+    assert len(ENTRIES) >= 15
+    assert len({entry["repo"] for entry in ENTRIES}) >= 8
+    assert {entry["license"] for entry in ENTRIES} <= {"MIT", "BSD-3-Clause", "Apache-2.0"}
+    for entry in ENTRIES:
+        assert (CORPUS / entry["license_file"]).is_file(), entry["file"]
+        assert entry["url"].endswith(f"/{entry['commit']}/{entry['path']}")
+    assert sorted(NAMES) == sorted(p.name for p in CORPUS.glob("*.py"))
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=NAMES)
+def test_step_loop_and_numbering(entry: dict[str, Any]) -> None:
+    source = source_of(entry["file"])
+    if "error" in entry:
+        # Left as an error on purpose: the message lists the candidates and the fix.
+        with pytest.raises(PatchError) as error:
+            analyse(source)
+        assert str(error.value) == entry["error"]
+        assert error.value.setting == "loop_line"
+    found = analyse(source, fix_of(entry))
+    assert (found.node.lineno, found.step, found.counter) == (
+        entry["loop_line"],
+        entry["step"],
+        entry["counter"],
+    )
+    site = found.site
+    ends = "every iteration" if site.block is None else f"block at line {site.block[0].lineno}"
+    ends += f" when {site.when}" if site.when else ""
+    assert ends == entry["ends"]
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=NAMES)
+def test_corpus_patch_matches_golden(entry: dict[str, Any], request: pytest.FixtureRequest) -> None:
+    golden = GOLDEN / f"{entry['file']}.patch"
+    if request.config.getoption("--update-golden"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_bytes(diff_for(entry).encode())
+    assert diff_for(entry) == golden.read_bytes().decode(), "run `pytest --update-golden`"
+
+
+def test_corpus_patches_apply_compile_and_are_idempotent(tmp_path: Path) -> None:
+    folder = tmp_path / "tests" / "training_scripts" / "corpus"
+    shutil.copytree(CORPUS, folder)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    for index, entry in enumerate(ENTRIES):
+        patch = str(GOLDEN / f"{entry['file']}.patch")
+        # Half of them with git, half with patch(1): both must take every patch.
+        tool = ["git", "apply"] if index % 2 else ["patch", "-p1", "--quiet", "-i"]
+        subprocess.run([*tool, patch], cwd=tmp_path, check=True)
+        patched = read(folder / entry["file"])
+        compile(patched, entry["file"], "exec")
+        assert patched == patch_source(source_of(entry["file"]), HELPER, fix_of(entry))
+        assert patch_source(patched, HELPER, fix_of(entry)) == patched
+        assert strip(patched) == source_of(entry["file"])
