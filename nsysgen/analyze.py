@@ -19,6 +19,7 @@ import sqlite3
 import statistics
 import struct
 import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,8 +168,12 @@ def _payload_size(blob: bytes | str | None, offsets: dict[int, int]) -> int | No
 
 def parse_nccl_tests_log(path: Path) -> dict[int, float]:
     """size (bytes) -> out-of-place time (us), from the result table nccl-tests prints."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise AnalyzeError(f"--nccl-tests-log {path}: {exc.strerror or exc}") from None
     times = {}
-    for line in path.read_text(errors="replace").splitlines():
+    for line in text.splitlines():
         fields = line.split()
         if len(fields) >= 6 and fields[0].isdigit() and fields[1].isdigit():
             try:
@@ -276,20 +281,61 @@ def write_csvs(calls: list[NcclCall], summary: list[SizeSummary], out: Path) -> 
     return [calls_file, summary_file]
 
 
+def report_sources(path: Path) -> list[tuple[Path | None, Path | None]]:
+    """(report, its SQLite export) for every report at `path`, each report once.
+
+    A report and its export (`x.nsys-rep` and `x.sqlite`, as `nsys export` names them) are one
+    report: reading both would count every call twice.
+    """
+    if not path.exists():
+        raise AnalyzeError(f"{path}: no such file or folder")
+    if path.is_file() and path.suffix == ".sqlite":
+        # An export named on the command line is read as given.
+        return [(None, path)]
+    if path.is_dir():
+        reports, exports = list(path.glob("*.nsys-rep")), list(path.glob("*.sqlite"))
+    elif path.suffix == ".nsys-rep":
+        reports, exports = [path], [path.with_suffix(".sqlite")]
+    else:
+        raise AnalyzeError(f"{path}: not a report (allowed: .nsys-rep, .sqlite, or a folder)")
+    by_report = {r.with_suffix(""): r for r in reports if r.is_file()}
+    by_export = {e.with_suffix(""): e for e in exports if e.is_file()}
+    return [(by_report.get(stem), by_export.get(stem)) for stem in sorted({*by_report, *by_export})]
+
+
+def _stale(report: Path, export: Path) -> bool:
+    return export.stat().st_mtime < report.stat().st_mtime
+
+
 def collect(path: Path, nsys: str | None) -> tuple[list[NcclCall], int]:
-    """Every NCCL call in the reports at `path` (a folder or one file), and the report count."""
-    files = (
-        sorted(path.glob("*.nsys-rep")) + sorted(path.glob("*.sqlite")) if path.is_dir() else [path]
-    )
-    reports = [f for f in files if f.suffix == ".nsys-rep"]
-    sqlites = {f.with_suffix(".sqlite") for f in reports}
-    sources = [f for f in files if f.suffix == ".sqlite" and f not in sqlites]
-    if reports:
-        tool = find_nsys(nsys)
-        sources += [export_sqlite(report, tool) for report in reports]
+    """Every NCCL call in the reports at `path` (a folder or one file), and the report count.
+
+    An existing export is read instead of its report, so nsys is needed only for reports
+    without one (or with one older than the report, when nsys is there to redo it).
+    """
+    sources = []
+    tool: str | None = None
+    for report, export in report_sources(path):
+        if report is None or (export is not None and not _stale(report, export)):
+            assert export is not None
+            sources.append(export)
+            continue
+        if export is not None:
+            try:
+                tool = tool or find_nsys(nsys)
+            except AnalyzeError:
+                print(
+                    f"warning: {export} is older than {report.name}; reading it anyway (no nsys "
+                    "to export the report again)",
+                    file=sys.stderr,
+                )
+                sources.append(export)
+                continue
+        tool = tool or find_nsys(nsys)
+        sources.append(export_sqlite(report, tool))
     if not sources:
         raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
     calls = []
-    for source in sorted(sources):
+    for source in sources:
         calls += read_calls(source, source.stem)
     return calls, len(sources)

@@ -6,9 +6,16 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from nsysgen.analyze import collect, human_size, parse_nccl_tests_log, summarise, write_csvs
-from nsysgen.analyze_plot import plot_op
-from nsysgen.errors import EXIT_OK
+from nsysgen.analyze import (
+    AnalyzeError,
+    collect,
+    human_size,
+    parse_nccl_tests_log,
+    summarise,
+    write_csvs,
+)
+from nsysgen.analyze_plot import plot_op, require_matplotlib
+from nsysgen.errors import EXIT_INVALID, EXIT_OK
 
 
 def run_analyze(argv: Sequence[str]) -> int:
@@ -25,11 +32,26 @@ def run_analyze(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--nccl-tests-log", type=Path, help="nccl-tests output: its times are drawn as lines"
     )
-    args = parser.parse_args(argv)
-    calls, reports = collect(args.reports, args.nsys)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        # --help (0) and argparse's usage errors (2) end here: an exit code, as every verb
+        # returns, rather than an exception through main().
+        return exc.code if isinstance(exc.code, int) else EXIT_INVALID
+    # Every input and the optional plotting dependency are checked first: a failure must not
+    # leave CSVs or fresh exports behind.
+    if not args.reports.exists():
+        raise AnalyzeError(f"{args.reports}: no such file or folder")
+    log = args.nccl_tests_log
+    if log is not None and not log.is_file():
+        raise AnalyzeError(f"--nccl-tests-log {log}: no such file")
     base = args.reports if args.reports.is_dir() else args.reports.parent
     out = args.output or base / "analysis"
-    reference = parse_nccl_tests_log(args.nccl_tests_log) if args.nccl_tests_log else {}
+    if out.exists() and not out.is_dir():
+        raise AnalyzeError(f"--output {out}: exists and is not a folder")
+    require_matplotlib()
+    reference = parse_nccl_tests_log(log) if log is not None else {}
+    calls, reports = collect(args.reports, args.nsys)
     summary = summarise(calls)
     written = write_csvs(calls, summary, out)
     for op in sorted({c.op for c in calls}):

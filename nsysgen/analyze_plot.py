@@ -3,10 +3,28 @@ message size, with the time nccl-tests reported as a line when its log is given.
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 
-from nsysgen.analyze import NcclCall, human_size
+from nsysgen.analyze import AnalyzeError, NcclCall, human_size
+
+INSTALL = "pip install 'nsysgen[analyze]'"
+
+
+class MissingDependency(AnalyzeError):
+    """An optional dependency of `nsysgen analyze` (the `analyze` extra) is not installed."""
+
+
+def require_matplotlib() -> None:
+    """Fail before anything is written, not after the CSVs, when plots cannot be drawn."""
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        raise MissingDependency(
+            f"nsysgen analyze draws its plots with matplotlib, which is not installed "
+            f"(install it with: {INSTALL})"
+        ) from None
 
 
 def plot_op(op: str, calls: list[NcclCall], reference_us: dict[int, float], out: Path) -> Path:

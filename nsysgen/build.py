@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import tempfile
 import time
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nsysgen import __version__
-from nsysgen.compose import Composer
+from nsysgen.compose import Composed, Composer
 from nsysgen.errors import InvalidConfig, NsysgenError
 from nsysgen.lints import Finding
 from nsysgen.manifest import TamperedFile, is_safe_relative, load_json
@@ -34,7 +36,8 @@ class FolderResult:
 class SweepResult:
     root: Path
     points: int
-    folders: list[FolderResult]  # every point, then any stale point removed
+    folders: list[FolderResult]  # every point
+    removed: list[FolderResult]  # points of the previous sweep that are gone
 
 
 class InvalidSweep(NsysgenError):
@@ -57,12 +60,69 @@ def build_single(
     composer: Composer, args: Sequence[str], config_dirs: Sequence[str]
 ) -> FolderResult:
     composed = composer.compose(args)
-    compiled = compile_config(composed, regenerate_command(args, config_dirs), config_dirs)
+    folder = _folder_of(composed)
+    compiled = compile_config(
+        composed,
+        regenerate_command(args, config_dirs),
+        config_dirs,
+        root=_root(folder, config_dirs),
+    )
     output_dir = Path(compiled.config.output_dir)
-    folder = output_dir / compiled.config.job.name
     with output_lock(output_dir):
         statuses = write_folder(folder, compiled.files, compiled.manifest)
     return FolderResult(folder, statuses, tuple(compiled.warnings))
+
+
+def _folder_of(composed: Composed) -> Path:
+    return Path(str(composed.data["output_dir"])) / str(composed.data["job"]["name"])
+
+
+def _root(folder: Path, config_dirs: Sequence[str]) -> str:
+    """The working directory, relative to `folder`: where `check` finds relative --config-dir
+    paths and training scripts again, from any directory (the manifest keeps it only for
+    compiles that read such paths)."""
+    return os.path.relpath(Path.cwd(), folder.absolute())
+
+
+@dataclass(frozen=True)
+class NamedPoint:
+    name: str  # folder under the sweep root
+    overrides: tuple[str, ...]
+    job_name: str  # the point's own job name (from its own config) + its name
+
+
+def name_points(composer: Composer, args: Sequence[str]) -> tuple[str, list[NamedPoint]]:
+    """(sweep root folder name, points): each point's job is named from its own config, so a
+    sweep over clusters names the p4de job after p4de; the root holds what they share."""
+    sweep = expand(composer, args)
+    own = [str(composer.compose(p.overrides).data["job"]["name"]) for p in sweep.points]
+    points = [
+        NamedPoint(point.slug(), point.overrides, f"{name}_{point.slug()}")
+        for point, name in zip(sweep.points, own, strict=True)
+    ]
+    return merged_name(own), points
+
+
+def merged_name(names: Sequence[str]) -> str:
+    """One name for several: the common leading and trailing parts, the rest joined by "+"
+    (nccl-p4de-slurm and nccl-p5-slurm -> nccl-p4de+p5-slurm)."""
+    distinct = list(dict.fromkeys(names))
+    if len(distinct) == 1:
+        return distinct[0]
+    parts = [name.split("-") for name in distinct]
+    head = 0
+    while all(len(p) > head + 1 and p[head] == parts[0][head] for p in parts):
+        head += 1
+    tail = 0
+    while all(len(p) > head + tail + 1 and p[-1 - tail] == parts[0][-1 - tail] for p in parts):
+        tail += 1
+    middles = ["-".join(p[head : len(p) - tail]) for p in parts]
+    return "-".join([*parts[0][:head], "+".join(middles), *parts[0][len(parts[0]) - tail :]])
+
+
+def natural_key(text: str) -> list[tuple[int, int | str]]:
+    """Sort key that orders delay-30 before delay-120."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t]
 
 
 class _Progress:
@@ -87,31 +147,39 @@ class _Progress:
 
 def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[str]) -> SweepResult:
     """Compile every point in memory; write only if all are valid."""
-    sweep = expand(composer, args)
-    points = sweep.points
-    root_config = composer.compose(sweep.fixed)
-    root_name = str(root_config.data["job"]["name"])
-    output_dir = Path(str(root_config.data["output_dir"]))
+    root_name, points = name_points(composer, args)
+    first = composer.compose(points[0].overrides) if points else composer.compose([])
+    output_dir = Path(str(first.data["output_dir"]))
+    root = output_dir / root_name
     command = regenerate_command(args, config_dirs, multirun=True)
+    # Points name the index, not the sweep's command: adding a value to a sweep then changes the
+    # index and the new folders, and leaves every other point's files as they were.
+    point_command = f"# a point of a sweep: regenerate with the command in ../{SWEEP_INDEX}"
     progress = _Progress(len(points))
     compiled: list[tuple[str, Compiled]] = []
     failures: list[tuple[str, InvalidConfig]] = []
     for index, point in enumerate(points, start=1):
-        slug = point.slug()
-        overrides = [*point.overrides, f"job.name={root_name}_{slug}"]
         try:
+            composed = composer.compose(point.overrides, values={"job.name": point.job_name})
             compiled.append(
-                (slug, compile_config(composer.compose(overrides), command, config_dirs))
+                (
+                    point.name,
+                    compile_config(
+                        composed,
+                        point_command,
+                        config_dirs,
+                        root=_root(root / point.name, config_dirs),
+                    ),
+                )
             )
         except InvalidConfig as error:
-            failures.append((slug, error))
+            failures.append((point.name, error))
         progress.update(index, "compiled")
     if failures:
         progress.finish()
         raise InvalidSweep(failures, len(points))
 
-    root = output_dir / root_name
-    point_overrides = {slug: list(c.manifest.overrides) for slug, c in compiled}
+    point_overrides = {name: list(c.manifest.overrides) for name, c in compiled}
     with output_lock(output_dir):
         if root.is_symlink():
             raise OutputError(f"{root} is a symbolic link; nsysgen writes only real folders")
@@ -120,25 +188,31 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
         # leaves an index that `nsysgen check` reports, never a mixed tree that passes.
         _write_index(root, command, args, point_overrides, complete=False)
         results = []
-        for index, (slug, point_files) in enumerate(compiled, start=1):
-            folder = root / slug
+        for index, (name, point_files) in enumerate(compiled, start=1):
+            folder = root / name
             statuses = write_folder(folder, point_files.files, point_files.manifest)
             results.append(FolderResult(folder, statuses, tuple(point_files.warnings)))
             progress.update(index, "wrote")
         progress.finish()
         stale = sorted(set(previous["points"]) - set(point_overrides)) if previous else []
-        results += [FolderResult(root / slug, remove_folder(root / slug)) for slug in stale]
+        removed = [FolderResult(root / name, remove_folder(root / name)) for name in stale]
         _write_index(root, command, args, point_overrides, complete=True)
-    return SweepResult(root, len(compiled), results)
+    return SweepResult(root, len(compiled), results, removed)
 
 
 def read_sweep_index(path: Path) -> dict[str, Any]:
-    """A sweep index, checked: its point names must be folders directly under the sweep."""
+    """A sweep index, checked: its point names must be folders directly under the sweep.
+    Returns it with "points" as a dict name -> overrides."""
     data = load_json(path)
     points = data.get("points")
+    if isinstance(points, list):  # [{"name": ..., "overrides": [...]}, ...] in natural order
+        try:
+            points = {str(p["name"]): p["overrides"] for p in points}
+        except (TypeError, KeyError):
+            points = None
     if not isinstance(points, dict) or not all(
-        is_safe_relative(slug) and "/" not in slug and isinstance(overrides, list)
-        for slug, overrides in points.items()
+        is_safe_relative(name) and "/" not in name and isinstance(overrides, list)
+        for name, overrides in points.items()
     ):
         raise TamperedFile(
             f"{path}: its points are not folder names of this sweep; restore the index from "
@@ -146,7 +220,7 @@ def read_sweep_index(path: Path) -> dict[str, Any]:
         )
     if not isinstance(data.get("command"), str):
         raise TamperedFile(f"{path}: not an nsysgen sweep index (no command)")
-    return data
+    return {**data, "points": points}
 
 
 def sweep_index_text(
@@ -156,7 +230,9 @@ def sweep_index_text(
         "generated_by": f"nsysgen {__version__}",
         "command": command,
         "args": [a for a in args if not a.startswith("output_dir=")],
-        "points": points,
+        "points": [
+            {"name": name, "overrides": points[name]} for name in sorted(points, key=natural_key)
+        ],
         "complete": complete,
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"

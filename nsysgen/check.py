@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +14,7 @@ from nsysgen.build import SWEEP_INDEX, read_sweep_index
 from nsysgen.compose import Composer
 from nsysgen.errors import NsysgenError
 from nsysgen.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
-from nsysgen.pipeline import compile_config
+from nsysgen.pipeline import Compiled, compile_config
 
 Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid", "incomplete"]
 
@@ -65,11 +67,31 @@ def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding
     except NsysgenError as error:
         return 0, [Finding(folder, "invalid", "restore the manifest", error.user_message())]
     regenerate = manifest.command
+    # Relative --config-dir paths and training scripts are relative to where the compile ran.
+    base = (folder / manifest.root).resolve() if manifest.root else Path.cwd()
     try:
-        composed = composers.get(manifest.config_dirs).compose(list(manifest.overrides))
-        compiled = compile_config(composed, manifest.command, manifest.config_dirs)
+        with _working_directory(base):
+            composer = composers.get(tuple(str(base / d) for d in manifest.config_dirs))
+            composed = composer.compose(list(manifest.overrides))
+            compiled = compile_config(
+                composed, manifest.command, manifest.config_dirs, root=manifest.root
+            )
     except NsysgenError as error:
         return 0, [Finding(folder, "invalid", regenerate, error.user_message())]
+    for source, digest in sorted(compiled.manifest.inputs.items()):
+        if manifest.inputs.get(source) not in (None, digest):
+            findings_detail = f"{source} changed since this folder was compiled"
+            return len(compiled.files) + 1, [
+                Finding(folder, "changed", regenerate, findings_detail),
+                *_compare_all(folder, compiled, manifest, regenerate),
+            ]
+    findings = _compare_all(folder, compiled, manifest, regenerate)
+    return len(compiled.files) + 1, findings
+
+
+def _compare_all(
+    folder: Path, compiled: Compiled, manifest: Manifest, regenerate: str
+) -> list[Finding]:
     expected: list[tuple[str, bytes, int]] = [
         (f.path, f.text.encode(), file_mode(f.executable)) for f in compiled.files
     ]
@@ -83,7 +105,20 @@ def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding
                     folder / name, "orphaned", regenerate, "written by nsysgen, no longer planned"
                 )
             )
-    return len(expected), findings
+    return findings
+
+
+@contextlib.contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    previous = Path.cwd()
+    try:
+        os.chdir(path)
+    except OSError as exc:
+        raise NsysgenError(f"error: {path}: {exc.strerror}") from None
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def _compare(

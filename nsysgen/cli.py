@@ -1,7 +1,8 @@
-"""Command line: parse arguments, run the pipeline, map errors to exit codes. No logic here."""
+"""Command line: parse arguments, run a verb, map errors to exit codes. No logic here."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -11,58 +12,115 @@ from pathlib import Path
 
 from nsysgen import __version__
 from nsysgen.analyze_cli import run_analyze
-from nsysgen.build import FolderResult, build_single, build_sweep
+from nsysgen.build import FolderResult, SweepResult, build_single, build_sweep, name_points
 from nsysgen.check import check_output, render_report
+from nsysgen.completion import completion_script
 from nsysgen.compose import GROUPS, Composer
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
+from nsysgen.keys import catalog
 from nsysgen.pipeline import build_config
-from nsysgen.plan_report import as_json, as_table
+from nsysgen.plan_report import as_json, as_table, sweep_table
+from nsysgen.show import show_config
 
-USAGE = """usage: nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]
-       nsysgen plan [--json] [--config-dir DIR]... [OVERRIDE ...]
-       nsysgen check [output_dir=DIR]
-       nsysgen analyze REPORTS [--nsys NSYS] [--output DIR] [--nccl-tests-log FILE]"""
+# Per verb: its usage line and what it does; `nsysgen VERB --help` prints these and nothing else.
+VERBS: dict[str, tuple[str, str]] = {
+    "compile": (
+        "nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]",
+        "Compile one config into OUTPUT_DIR/<job.name>/ (with -m: a sweep, one folder per point\n"
+        "under OUTPUT_DIR/<sweep name>/). The default verb: `nsysgen compile ...` = `nsysgen ...`.",
+    ),
+    "plan": (
+        "nsysgen plan [--json] [--config-dir DIR]... [-m] [OVERRIDE ...]",
+        "What a profile will do: ranks and nodes that record, report names and sizes, the capture\n"
+        "window, lints. Writes nothing. With -m, one row per sweep point. Exit 2 on errors.",
+    ),
+    "check": (
+        "nsysgen check [output_dir=DIR]",
+        "Recompile every folder under DIR (default: generated) from its manifest, from any\n"
+        "working directory, and exit 1 on any difference: changed, edited by hand, missing,\n"
+        "orphaned files, changed training scripts, incomplete sweeps.",
+    ),
+    "show": (
+        "nsysgen show [--all] [--config-dir DIR]... [OVERRIDE ...]",
+        "Print the composed, resolved config as YAML, with the group choices. --all adds each\n"
+        "key's type and description as comments. Writes nothing.",
+    ),
+    "analyze": (
+        "nsysgen analyze REPORTS [--nsys NSYS] [--output DIR] [--nccl-tests-log FILE]",
+        "NCCL collectives in nsys reports: kernel time per call and by message size (CSV, PNG).",
+    ),
+    "completion": (
+        "nsysgen completion bash|zsh",
+        "Print a shell completion script for verbs, groups, options and keys. Install:\n"
+        '  bash: eval "$(nsysgen completion bash)"   (e.g. in ~/.bashrc)\n'
+        '  zsh:  eval "$(nsysgen completion zsh)"    (e.g. in ~/.zshrc)',
+    ),
+}
 
 
 class UsageError(NsysgenError):
+    def __init__(self, message: str, verb: str = "compile") -> None:
+        super().__init__(message)
+        self.verb = verb
+
     def user_message(self) -> str:
-        return f"error: {self}\n{USAGE}\nRun 'nsysgen --help' for the config groups and options."
+        usage = VERBS[self.verb][0]
+        return f"error: {self}\nusage: {usage}\nRun 'nsysgen {self._help_hint()}' for more."
+
+    def _help_hint(self) -> str:
+        return "--help" if self.verb == "compile" else f"{self.verb} --help"
 
 
 @dataclass
 class Arguments:
+    verb: str = "compile"
     config_dirs: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)
     help: bool = False
     multirun: bool = False
     json: bool = False
-    command: str = "compile"
+    all: bool = False
+
+
+# Options each verb accepts, besides -h/--help.
+_FLAGS = {
+    "compile": {"--config-dir", "-m"},
+    "plan": {"--config-dir", "-m", "--json"},
+    "show": {"--config-dir", "--all"},
+    "check": set(),
+}
 
 
 def parse_arguments(argv: Sequence[str]) -> Arguments:
     args = Arguments()
     words = list(argv)
-    if words and words[0] in ("check", "plan"):
-        args.command = words.pop(0)
+    if words and words[0] in VERBS:
+        args.verb = words.pop(0)
     while words:
         word = words.pop(0)
-        if word in ("-h", "--help"):
+        flag = {"--multirun": "-m", "-h": "--help"}.get(word, word)
+        name, has_value, value = flag.partition("=")
+        if flag == "--help":
             args.help = True
-        elif word == "--config-dir":
-            if not words:
-                raise UsageError("--config-dir needs a directory")
-            args.config_dirs.append(words.pop(0))
-        elif word.startswith("--config-dir="):
-            args.config_dirs.append(word.split("=", 1)[1])
-        elif word in ("-m", "--multirun"):
-            args.multirun = True
-        elif word == "--json" and args.command == "plan":
-            args.json = True
-        elif word.startswith("-") and not word.startswith(("--", "~")) or word.startswith("--"):
-            raise UsageError(f"unknown option {word}")
+        elif name == "--config-dir" and name in _FLAGS[args.verb]:
+            if not has_value and not words:
+                raise UsageError("--config-dir needs a directory", args.verb)
+            args.config_dirs.append(value if has_value else words.pop(0))
+        elif flag in _FLAGS[args.verb] and flag in _SWITCHES:
+            setattr(args, _SWITCHES[flag], True)
+        elif word.startswith("-") and not word.startswith("~"):
+            raise UsageError(f"{args.verb} does not take {word}", args.verb)
         else:
             args.overrides.append(word)
     return args
+
+
+_SWITCHES = {"-m": "multirun", "--json": "json", "--all": "all"}
+
+
+def verb_help(verb: str) -> str:
+    usage, text = VERBS[verb]
+    return f"usage: {usage}\n\n{text}"
 
 
 def help_text(composer: Composer) -> str:
@@ -70,14 +128,15 @@ def help_text(composer: Composer) -> str:
     lines = [
         f"nsysgen {__version__}: compile Nsight Systems profiling setups for distributed training.",
         "",
-        USAGE,
+        "usage: nsysgen [VERB] [OPTIONS] [OVERRIDE ...]    (nsysgen VERB --help for one verb)",
         "",
-        "Compiles one config into OUTPUT_DIR/<job.name>/ (sbatch, nsys wrapper, install and",
-        "recipes scripts, README, manifest). Overrides use Hydra's grammar: group=option,",
-        "key=value. With -m, a sweep: every point goes to OUTPUT_DIR/<job.name>/<point>/.",
-        "`nsysgen check` recompiles every folder under OUTPUT_DIR from its manifest and exits 1",
-        "on any difference. `nsysgen plan` shows what a profile will do (ranks, reports, sizes,",
-        "lints) and writes nothing.",
+        "Verbs:",
+    ]
+    for verb, (_, text) in VERBS.items():
+        lines.append(f"  {verb:<11} {text.splitlines()[0]}")
+    lines += [
+        "",
+        "Overrides use Hydra's grammar: group=option, key=value, +key=value (a new key).",
         "",
         "Config groups (* = default):",
     ]
@@ -87,47 +146,59 @@ def help_text(composer: Composer) -> str:
             for option in composer.group_options(group)
         ]
         lines.append(f"  {group + ':':<11} {', '.join(options)}")
+    lines += ["", "Keys (nsysgen show --all prints every value):"]
+    for key in catalog():
+        if key.kind == "object" and key.path.count(".") < 1:
+            continue
+        text = key.description or key.kind
+        lines.append(f"  {key.path:<34} {text}")
     lines += [
         "",
-        "Settings:",
-        "  output_dir=DIR          where folders go (default: generated)",
-        "  job.name=NAME           folder, Slurm job and report name prefix",
-        "  job.time_limit_min=N    job time limit; capture windows must end before it",
-        "  capture.ranks=[0,8] | one_per_node | all",
-        "",
-        "Options:",
-        "  --config-dir DIR        your own config tree; its options replace packaged ones",
-        "                          of the same name (repeat it: the first directory wins)",
-        "",
         "Examples:",
-        "  nsysgen",
         "  nsysgen experiment=fsdp-p4de",
         "  nsysgen workload=nccl cluster=p4de capture=window capture.delay=5",
         "  nsysgen -m capture.delay=30,60,90 capture.duration=30,60",
-        "  nsysgen -m 'capture.delay=range(30,91,30)' cluster=p4de,p5",
         "  nsysgen -m capture.delay+capture.duration=30:60,90:30     (paired values)",
-        "  nsysgen check",
         "  nsysgen plan cluster=p5 cluster.nodes=1000 capture.ranks=one_per_node",
+        "  nsysgen show capture=steps",
+        "  nsysgen check",
         "",
         "Exit codes: 0 ok, 1 check found differences, 2 invalid input, 3 internal error (a bug).",
     ]
     return "\n".join(lines)
 
 
-def _summary(results: list[FolderResult]) -> str:
-    counts: dict[str, int] = {}
-    for result in results:
+def _sweep_summary(sweep: SweepResult) -> str:
+    kinds = {"new": 0, "changed": 0, "unchanged": 0}
+    files: dict[str, int] = {}
+    for result in sweep.folders:
+        statuses = {s.status for s in result.statuses}
+        if statuses <= {"created"}:
+            kinds["new"] += 1
+        elif statuses <= {"identical", "kept"}:
+            kinds["unchanged"] += 1
+        else:
+            kinds["changed"] += 1
         for status in result.statuses:
-            counts[status.status] = counts.get(status.status, 0) + 1
-    changed = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != "identical")
-    return changed or "unchanged"
+            files[status.status] = files.get(status.status, 0) + 1
+    points = ", ".join(f"{n} {kind}" for kind, n in kinds.items() if n)
+    line = f"{sweep.root}: sweep of {sweep.points} points ({points})"
+    if sweep.removed:
+        line += f"; removed {len(sweep.removed)} point(s) no longer in the sweep"
+    return f"{line}; files: {_file_counts(files)}"
+
+
+def _file_counts(counts: dict[str, int]) -> str:
+    order = ("created", "updated", "removed", "kept", "identical")
+    names = {"identical": "unchanged", "kept": "kept (edited by hand)"}
+    return ", ".join(f"{counts[s]} {names.get(s, s)}" for s in order if counts.get(s))
 
 
 def run_check(args: Arguments) -> int:
     output_dir = Path("generated")
     for word in args.overrides:
         if not word.startswith("output_dir="):
-            raise UsageError(f"check takes only output_dir=DIR, not {word}")
+            raise UsageError(f"check takes only output_dir=DIR, not {word}", "check")
         output_dir = Path(word.split("=", 1)[1])
     report = check_output(output_dir)
     print(render_report(report, output_dir))
@@ -135,6 +206,19 @@ def run_check(args: Arguments) -> int:
 
 
 def run_plan(args: Arguments, composer: Composer) -> int:
+    if args.multirun:
+        _, points = name_points(composer, args.overrides)
+        rows = []
+        for point in points:
+            composed = composer.compose(point.overrides, values={"job.name": point.job_name})
+            rows.append((point.name, *build_config(composed, stop_on_lint_errors=False)))
+        if args.json:
+            data = {row[0]: json.loads(as_json(*row[1:])) for row in rows}
+            print(json.dumps(data, indent=2))
+        else:
+            print(sweep_table(rows))
+        errors = any(f.severity == "error" for *_, findings in rows for f in findings)
+        return EXIT_INVALID if errors else EXIT_OK
     config, plan, findings = build_config(
         composer.compose(args.overrides), stop_on_lint_errors=False
     )
@@ -154,30 +238,56 @@ def print_warnings(results: list[FolderResult]) -> None:
                 print(line, file=sys.stderr)
 
 
-def run(argv: Sequence[str]) -> int:
-    if argv and argv[0] == "analyze":
-        return run_analyze(argv[1:])
-    args = parse_arguments(argv)
-    if args.command == "check":
-        return run_check(args)
-    composer = Composer([Path(d) for d in args.config_dirs])
-    if args.command == "plan":
-        return run_plan(args, composer)
-    if args.help:
-        print(help_text(composer))
+def run_completion(argv: Sequence[str]) -> int:
+    if len(argv) == 1 and argv[0] in ("bash", "zsh"):
+        print(completion_script(argv[0]), end="")
         return EXIT_OK
+    if len(argv) == 1 and argv[0] in ("-h", "--help"):
+        print(verb_help("completion"))
+        return EXIT_OK
+    raise UsageError("completion takes one shell: bash or zsh", "completion")
+
+
+def run_compile(args: Arguments, composer: Composer) -> int:
     if args.multirun:
         sweep = build_sweep(composer, args.overrides, args.config_dirs)
         print_warnings(sweep.folders)
-        files = sum(len(r.statuses) for r in sweep.folders)
-        print(
-            f"{sweep.root}: {sweep.points} sweep points, {files} files ({_summary(sweep.folders)})"
-        )
+        print(_sweep_summary(sweep))
         return EXIT_OK
     result = build_single(composer, args.overrides, args.config_dirs)
     print_warnings([result])
-    print(f"{result.folder}: {len(result.statuses)} files ({_summary([result])})")
+    counts: dict[str, int] = {}
+    for status in result.statuses:
+        counts[status.status] = counts.get(status.status, 0) + 1
+    summary = _file_counts(counts) if set(counts) - {"identical"} else "unchanged"
+    print(f"{result.folder}: {len(result.statuses)} files ({summary})")
     return EXIT_OK
+
+
+def run_show(args: Arguments, composer: Composer) -> int:
+    print(show_config(composer.compose(args.overrides), with_keys=args.all), end="")
+    return EXIT_OK
+
+
+def run(argv: Sequence[str]) -> int:
+    first = argv[0] if argv else ""
+    if first in ("--version", "-V"):
+        print(f"nsysgen {__version__}")
+        return EXIT_OK
+    if first in ("analyze", "completion"):
+        return (run_analyze if first == "analyze" else run_completion)(argv[1:])
+    args = parse_arguments(argv)
+    if args.help and args.verb != "compile":
+        print(verb_help(args.verb))
+        return EXIT_OK
+    if args.verb == "check":
+        return run_check(args)
+    composer = Composer([Path(d) for d in args.config_dirs])
+    if args.help:
+        print(help_text(composer))
+        return EXIT_OK
+    verbs = {"plan": run_plan, "show": run_show, "compile": run_compile}
+    return verbs[args.verb](args, composer)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

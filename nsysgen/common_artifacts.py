@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import posixpath
-from pathlib import Path
 
-from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.model import Config
-from nsysgen.patch import PatchError, patch_source, unified_patch
 from nsysgen.recipes import recipe_runs
-from nsysgen.render import ArtifactSpec, render_template
+from nsysgen.render import ArtifactSpec
 from nsysgen.workloads import (
     NEMO_OVERRIDES_FILE,
     PATCH_FILE,
@@ -74,28 +71,13 @@ def recipes_script(config: Config) -> ArtifactSpec:
 
 
 def training_patch(config: Config) -> ArtifactSpec:
-    """training-loop.patch for the workload's own script (workload.<kind>.source)."""
-    settings = config.workload.settings
-    source_path = settings["source"]
-    field = f"workload.{config.workload.kind}.source"
-    try:
-        # newline="": CRLF files keep their line endings, so their patch applies.
-        with Path(source_path).open(encoding="utf-8", newline="") as file:
-            source = file.read()
-    except OSError as error:
-        problem = f"cannot read {source_path} ({error.strerror}) (allowed: a path relative to "
-        raise InvalidConfig([Issue(field, problem + "the current directory)")]) from None
-    helper = render_template("common/_step_window_class.py.j2")
-    try:
-        patched = patch_source(source, helper, settings["loop_line"], settings["step_expr"])
-    except PatchError as error:
-        if error.setting is not None:
-            field = f"workload.{config.workload.kind}.{error.setting}"
-        raise InvalidConfig([Issue(field, f"{source_path}: {error}")]) from None
+    """training-loop.patch for the workload's own script, read and patched during validation."""
+    patch = config.training_patch
+    assert patch is not None, "build_config reads the script before artifacts are planned"
     return ArtifactSpec(
         path=PATCH_FILE,
         template="common/training-loop.patch.j2",
-        context={"diff": unified_patch(source_path, source, patched), "source": source_path},
+        context={"diff": patch.diff, "source": patch.source},
     )
 
 

@@ -1,8 +1,9 @@
 """compose: overrides + config directories -> one plain, resolved config dict.
 
 Hydra's own search-path order lets a packaged option win over a user's option of the same name
-(reference/HYDRA.md section 3), so user directories are placed *before* the packaged tree here.
-This is the only module that touches Hydra.
+(`hydra.searchpath` entries are appended after the primary config's directory), so user
+directories are placed *before* the packaged tree here. This module and `sweep.py` (Hydra's
+sweep grammar) are the only ones that touch Hydra.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class Composer:
         # With the loader, glob() sweeps can list the options of a group.
         self._parser = OverridesParser.create(config_loader=self._loader)
         # Composed (unresolved) configs per group-choosing overrides: a sweep over values
-        # composes once and only applies its values per point (reference/HYDRA.md section 5).
+        # composes once and only applies its values per point.
         self._bases: dict[tuple[str, ...], _Base] = {}
         self._user_dirs = list(config_dirs)
         self._parsed: dict[str, list[Override]] = {}

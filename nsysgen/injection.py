@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from nsysgen.errors import Issue
 from nsysgen.model import Config
 
-# The injector's regex flavour is undocumented (EKS.md section 1.4): keep to the constructs every
+# The injector's regex flavour is undocumented: keep to the constructs every
 # engine shares.
 _UNPORTABLE = re.compile(r"\\[dDsSwWbBAZ]|\(\?|\{\d")
 _SPECIAL = set(".^$*+?()[]{}|\\")

@@ -134,13 +134,16 @@ def _outside_shared_fs(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
 
 
 def _tmpdir_in_containers(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    # The generated files give nsys an exec-able TMPDIR in containers; a TMPDIR the config sets
+    # under /tmp or /dev/shm takes that back where those are mounted noexec.
     pyxis = config.cluster.container_runtime == "pyxis" and config.workload.container_image
-    in_container = config.target.name == "eks" or pyxis
-    if in_container and "TMPDIR" not in dict(config.cluster.env):
+    tmpdir = dict(config.cluster.env).get("TMPDIR", "").rstrip("/")
+    noexec = any(tmpdir == d or tmpdir.startswith(d + "/") for d in ("/tmp", "/dev/shm"))
+    if (config.target.name == "eks" or pyxis) and noexec:
         yield (
             "cluster.env.TMPDIR",
-            "nsys stages its injection libraries in TMPDIR; a "
-            "container's /tmp may be mounted noexec, which breaks injection",
+            f"nsys stages its injection libraries in TMPDIR ({tmpdir}); a container's /tmp and "
+            "/dev/shm may be mounted noexec, which breaks injection",
         )
 
 
@@ -192,77 +195,77 @@ def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, st
 LINTS: tuple[Lint, ...] = (
     Lint(
         "NSG001",
-        "metrics collectors on more than one rank per node",
+        "EFA / GPU metrics collectors on more than one rank of a node",
         "leave EFA/GPU metrics to capture.efa_metrics/gpu_metrics (one rank per node)",
         "error",
         _collectors_per_node,
     ),
     Lint(
         "NSG002",
-        "colliding report names",
+        "report names that collide",
         "put %q{SLURM_PROCID} and %q{SLURMD_NODENAME} in capture.report_name, or set it to null",
         "error",
         _colliding_names,
     ),
     Lint(
         "NSG003",
-        "window ends after the time limit",
+        "a window that ends after the job's time limit",
         "shorten capture.delay/duration or raise job.time_limit_min",
         "error",
         _window_past_limit,
     ),
     Lint(
         "NSG004",
-        "--duration without --kill none",
+        "`--duration` without `--kill none` (ends the training)",
         "drop --duration from capture.extra_args; capture.duration adds --kill=none",
         "error",
         _duration_kills,
     ),
     Lint(
         "NSG005",
-        "capture-range end shuts the job down",
+        "a capture-range end that shuts the job down",
         "use --capture-range-end=stop (nsysgen's default) or add --kill=none",
         "error",
         _range_end_shuts_down,
     ),
     Lint(
         "NSG006",
-        "more recording ranks than the limit",
+        "more recording ranks than `lints.max_profiled_ranks` (64)",
         "record fewer ranks (capture.ranks=[0] or one_per_node) or raise lints.max_profiled_ranks",
         "warning",
         _too_many_ranks,
     ),
     Lint(
         "NSG007",
-        "reports outside shared storage",
+        "reports outside the shared filesystem",
         "put capture.report_dir under cluster.shared_fs",
         "error",
         _outside_shared_fs,
     ),
     Lint(
         "NSG008",
-        "TMPDIR may be non-executable in containers",
-        "set cluster.env.TMPDIR to a writable, exec-able directory (e.g. on the shared fs)",
+        "a TMPDIR under /tmp or /dev/shm in containers (nsys needs an exec-able one)",
+        "leave cluster.env.TMPDIR unset (nsysgen gives nsys one) or point it at an exec-able dir",
         "warning",
         _tmpdir_in_containers,
     ),
     Lint(
         "NSG009",
-        "%q{VAR} of a variable the target does not set",
+        "`%q{VAR}` of a variable the target does not set (or `%q{HOSTNAME}` on Slurm)",
         "use variables the target sets: %q{SLURM_PROCID}, %q{SLURMD_NODENAME}, ...",
         "error",
         _unset_variables,
     ),
     Lint(
         "NSG010",
-        "secrets in configs",
+        "secrets in configs (by name and by shape, every block)",
         "pass secrets at run time, or from a Kubernetes Secret (target.secret_env)",
         "error",
         _secrets,
     ),
     Lint(
         "NSG011",
-        "--gres/--mpi=pmix on a cluster that disallows them",
+        "`--gres` / `--mpi=pmix` on HyperPod (`cluster.slurm.platform=hyperpod`)",
         "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
         "error",
         _hyperpod_flags,
@@ -280,3 +283,10 @@ def run_lints(config: Config, plan: ProfilePlan) -> list[Finding]:
         for path, message in lint.check(config, plan):
             findings.append(Finding(lint.id, severity, path, message, lint.fix))  # type: ignore[arg-type]
     return findings
+
+
+def markdown_table() -> str:
+    """The README's lint table, from this registry (a test keeps the README in step)."""
+    rows = ["| ID | problem | default |", "|---|---|---|"]
+    rows += [f"| {lint.id} | {lint.title} | {lint.severity} |" for lint in LINTS]
+    return "\n".join(rows)

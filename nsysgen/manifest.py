@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,10 @@ class Manifest:
     choices: dict[str, str]
     files: dict[str, FileRecord]
     version: str = __version__
+    # Files the compile read (training scripts) -> sha256, and the working directory relative
+    # to the folder (set when paths were relative to it), so `check` works from anywhere.
+    inputs: dict[str, str] = field(default_factory=dict)
+    root: str = ""
 
     def to_text(self) -> str:
         data: dict[str, Any] = {
@@ -79,6 +83,10 @@ class Manifest:
                 for name, record in sorted(self.files.items())
             },
         }
+        if self.inputs:
+            data["inputs"] = dict(sorted(self.inputs.items()))
+        if self.root:
+            data["root"] = self.root
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -96,6 +104,8 @@ class Manifest:
                     for name, record in dict(data["files"]).items()
                 },
                 version=str(data["generated_by"]).removeprefix("nsysgen "),
+                inputs={str(k): str(v) for k, v in dict(data.get("inputs", {})).items()},
+                root=str(data.get("root", "")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TamperedFile(f"{path}: not an nsysgen manifest ({exc!r} is wrong)") from None
@@ -119,6 +129,8 @@ def build_manifest(
     overrides: tuple[str, ...],
     config_dirs: tuple[str, ...],
     choices: dict[str, str],
+    inputs: dict[str, str] | None = None,
+    root: str = "",
 ) -> Manifest:
     return Manifest(
         command=command,
@@ -129,4 +141,6 @@ def build_manifest(
             f.path: FileRecord(sha256(f.text.encode()), f"{file_mode(f.executable):04o}")
             for f in files
         },
+        inputs=dict(inputs or {}),
+        root=root,
     )

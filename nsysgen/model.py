@@ -7,7 +7,10 @@ code use attributes, never dict keys.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from nsysgen.inputs import TrainingPatch
 
 RankPolicy = Literal["one_per_node", "all"]
 
@@ -115,6 +118,8 @@ class Config:
     lints: Lints
     # Every composed value at its config path, for checks that must see all of them (secrets).
     values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The training script's step-window patch (nsysgen.inputs), read during validation.
+    training_patch: TrainingPatch | None = None
 
     @property
     def nsys_path(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nsysgen.model import Config
 
 # SLURMD_NODENAME is the node that runs the task; HOSTNAME is the batch host for every task
-# (reference/CLUSTERS.md section 5), so it must never name a report.
+#, so it must never name a report.
 _PER_GPU_SUFFIX = (
     "_job%q{SLURM_JOB_ID}_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
 )
@@ -26,7 +26,7 @@ def window_args(config: Config) -> list[str]:
     if capture.mode == "window":
         args = [f"--delay={capture.delay}"] if capture.delay else []
         if capture.duration:
-            # --duration ends the program with SIGTERM unless told otherwise (NSYS.md section 7).
+            # --duration ends the program with SIGTERM unless told otherwise.
             args += [f"--duration={capture.duration}", "--kill=none"]
         return args
     if capture.mode == "steps":
@@ -41,7 +41,7 @@ def window_args(config: Config) -> list[str]:
         "--capture-range=nvtx",
         f"--nvtx-capture={target}",
         "--capture-range-end=stop",
-        # torch.cuda.nvtx and the nvtx package use unregistered strings (NSYS.md section 11).
+        # torch.cuda.nvtx and the nvtx package use unregistered strings.
         "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
     ]
 

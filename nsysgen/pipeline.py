@@ -6,6 +6,7 @@ choice, compile every point in memory, and write only when every point is valid.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from nsysgen import model
 from nsysgen.compose import Composed
 from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.hygiene import value_issues
+from nsysgen.inputs import training_patch
 from nsysgen.lints import Finding, run_lints
 from nsysgen.manifest import Manifest, build_manifest
 from nsysgen.plan import ProfilePlan, build_plan
@@ -55,6 +57,11 @@ def build_config(
         raise InvalidConfig(issues, composed.choices, composed.sources)
     config = model.from_dict(composed.data)
     issues = semantic_issues(config) + list(TARGETS[config.target.name].checks(config))
+    patch = training_patch(config) if not issues else None
+    if isinstance(patch, Issue):
+        issues.append(patch)
+    elif patch is not None:
+        config = dataclasses.replace(config, training_patch=patch)
     plan = build_plan(config)
     findings = run_lints(config, plan)
     if stop_on_lint_errors:
@@ -67,11 +74,24 @@ def build_config(
     return config, plan, findings
 
 
-def compile_config(composed: Composed, command: str, config_dirs: Sequence[str] = ()) -> Compiled:
-    """Everything one output folder holds, in memory."""
+def compile_config(
+    composed: Composed, command: str, config_dirs: Sequence[str] = (), root: str = ""
+) -> Compiled:
+    """Everything one output folder holds, in memory. `root` is the working directory relative
+    to the folder; the manifest records it only when the compile read paths relative to it."""
     config, _, warnings = build_config(composed)
     specs = TARGETS[config.target.name].plan(config)
     files = render(specs, command)
     overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
-    manifest = build_manifest(files, command, overrides, tuple(config_dirs), composed.choices)
+    patch = config.training_patch
+    inputs = {patch.source: patch.sha256} if patch else {}
+    manifest = build_manifest(
+        files,
+        command,
+        overrides,
+        tuple(config_dirs),
+        composed.choices,
+        inputs=inputs,
+        root=root if (config_dirs or inputs) else "",
+    )
     return Compiled(config=config, files=files, manifest=manifest, warnings=warnings)

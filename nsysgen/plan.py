@@ -16,7 +16,7 @@ from nsysgen.model import Config
 from nsysgen.ranks import iter_tasks, select, tasks_per_node
 from nsysgen.targets import eks
 
-# Variables Slurm sets in every task (reference/CLUSTERS.md section 4). HOSTNAME is set too, but
+# Variables Slurm sets in every task. HOSTNAME is set too, but
 # to the batch host for every task, so it is modelled as such.
 SLURM_TASK_VARS = frozenset(
     {

@@ -133,3 +133,27 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
     passed = [lint.id for lint in LINTS if lint.id not in fired]
     lines.append(f"  passed: {', '.join(passed)}")
     return "\n".join(lines)
+
+
+def sweep_table(rows: list[tuple[str, Config, ProfilePlan, list[Finding]]]) -> str:
+    """One line per sweep point: what it records, its window, its reports, its lints."""
+    header = ("point", "job", "recording", "window", "reports", "lints")
+    lines = [header]
+    for name, config, plan, findings in rows:
+        reports, total = totals(config, plan)
+        lints = sorted({f"{f.lint}:{f.severity}" for f in findings}) or ["ok"]
+        lines.append(
+            (
+                name,
+                config.job.name,
+                f"{len(plan.recorded)} of {plan.world_size} ranks",
+                plan.window,
+                f"{reports} x ~{_human(plan.size.bytes_per_report)} = ~{_human(total)}",
+                " ".join(lints),
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )

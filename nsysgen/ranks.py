@@ -3,7 +3,7 @@
 Selections are conditions on the task's Slurm variables, not lists of every rank, so generated
 files do not grow with the cluster; only ranks the user lists appear literally.
 
-Launch shapes (reference/CLUSTERS.md section 6):
+Launch shapes:
 - per_gpu: one task per GPU. Task id = SLURM_PROCID = global rank.
 - per_node: one torchrun per node. Task id = SLURM_PROCID = node index, SLURM_LOCALID is always 0,
   and one report holds every GPU of the node. A listed global rank selects the node it runs on.

@@ -28,7 +28,7 @@ _OWNED_SWITCHES = (
     "--force-overwrite",
     "-f",
 )
-# Recipes with required arguments (a kernel or range name, two inputs); NSYS.md section 8.2.
+# Recipes with required arguments (a kernel or range name, two inputs).
 _RECIPES_NEEDING_ARGUMENTS = ("cuda_gpu_kern_pace", "nvtx_pace", "nvtx_gpu_proj_pace", "diff")
 
 # Workloads that start/stop capture themselves through cudaProfilerStart/Stop.

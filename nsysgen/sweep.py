@@ -1,7 +1,7 @@
 """Sweeps: Hydra's sweep grammar, plus paired sweeps, expanded into named points.
 
 Hydra forms the Cartesian product of `key=a,b`, `range()`, `choice()`, `glob()` and group sweeps
-(`cluster=p4de,p5`). nsysgen adds *paired* sweeps, which Hydra lacks (HYDRA.md section 4): keys
+(`cluster=p4de,p5`). nsysgen adds *paired* sweeps, which Hydra lacks: keys
 joined by `+` take their values together, the values of one point joined by `:`:
 
     capture.delay+capture.duration=30:60,90:30     -> (30, 60) and (90, 30)

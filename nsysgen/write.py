@@ -1,6 +1,6 @@
 """write: rendered files -> one output folder, replaced as a whole or not at all.
 
-Rules (STYLE.md section 5): a byte-identical file is never rewritten (its mtime stays); files
+Rules: a byte-identical file is never rewritten (its mtime stays); files
 that nsysgen wrote earlier and no longer plans (orphans) are removed; a file nsysgen did not
 write is never touched, and one in the way of a planned file stops the compile.
 

@@ -1,4 +1,4 @@
-"""Offline stand-ins for what a live EKS cluster would check (reference/EKS.md sections 3, 5).
+"""Offline stand-ins for what a live EKS cluster would check.
 
 - the PyTorchJob CRD schema (kubeflow/training-operator v1.9.0), with unknown fields made
   errors as `kubectl --validate=strict` does;

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, CliResult
+
+RunCli = Callable[..., CliResult]
+INSTALL_HINT = "pip install 'nsysgen[analyze]'"
+CALLS_IN_GPU_REPORT = 5 * 21
 
 GPU_SQLITE = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"
 SIZES = [1024, 65536, 1048576, 16777216, 134217728]
@@ -168,3 +175,160 @@ def test_payload_decoding_rejects_what_it_does_not_understand() -> None:
     assert _payload_size(blob, {78: 8}) is None  # another schema
     assert _payload_size(blob[:20], {77: 8}) is None  # truncated
     assert _payload_size(None, {77: 8}) is None
+
+
+# Inputs, exports and optional dependencies: input mistakes are exit 2 with "error: ", before
+# anything is written.
+
+
+def fake_nsys(folder: Path, log: Path) -> Path:
+    """An nsys whose `export` records its arguments and writes the GPU report's export."""
+    tool = folder / "nsys"
+    tool.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\ncp "{GPU_SQLITE}" "$8"\n')
+    tool.chmod(0o755)
+    return tool
+
+
+def report_with_export(folder: Path, *, stale: bool = False) -> tuple[Path, Path]:
+    """report.nsys-rep and its export report.sqlite, the export newer (or older) than it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    report, export = folder / "report.nsys-rep", folder / "report.sqlite"
+    report.write_bytes(b"not read when its export is used")
+    shutil.copy(GPU_SQLITE, export)
+    os.utime(report, (1_000_000, 1_000_000))
+    os.utime(export, (900_000, 900_000) if stale else (1_100_000, 1_100_000))
+    return report, export
+
+
+def no_nsys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NSYS", raising=False)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+@pytest.fixture
+def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawing takes most of a run; these tests are about which calls are read."""
+    from nsysgen import analyze_cli
+
+    def skip(op: str, _calls: object, _reference: object, out: Path) -> Path:
+        return out / f"nccl_{op}_durations.png"
+
+    monkeypatch.setattr(analyze_cli, "plot_op", skip)
+
+
+def call_rows(folder: Path) -> list[dict[str, str]]:
+    with (folder / "analysis" / "nccl_calls.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_missing_matplotlib_is_exit_2_with_the_install_command_before_any_write(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    shutil.copy(GPU_SQLITE, reports / "a.sqlite")
+    (reports / "b.nsys-rep").write_bytes(b"x")  # would be exported first, were it not checked
+    nsys_log = tmp_path / "nsys.log"
+    tool = fake_nsys(tmp_path, nsys_log)
+    # A None entry in sys.modules makes `import matplotlib` raise ImportError, as if uninstalled.
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = run_cli("analyze", str(reports), "--nsys", str(tool))
+    assert result.code == 2
+    assert result.err.startswith("error: ") and INSTALL_HINT in result.err, result.err
+    assert "Traceback" not in result.err and result.out == ""
+    assert sorted(p.name for p in reports.iterdir()) == ["a.sqlite", "b.nsys-rep"]
+    assert not nsys_log.exists()
+
+
+def test_missing_reports_and_log_are_exit_2(tmp_path: Path, run_cli: RunCli) -> None:
+    missing = tmp_path / "nope"
+    result = run_cli("analyze", str(missing))
+    assert (result.code, result.err) == (2, f"error: {missing}: no such file or folder\n")
+    shutil.copy(GPU_SQLITE, tmp_path / "r.sqlite")
+    log = tmp_path / "nccl-tests.log"
+    result = run_cli("analyze", str(tmp_path), "--nccl-tests-log", str(log))
+    assert (result.code, result.err) == (2, f"error: --nccl-tests-log {log}: no such file\n")
+    log.mkdir()  # a folder is not a log either
+    assert run_cli("analyze", str(tmp_path), "--nccl-tests-log", str(log)).code == 2
+    assert not (tmp_path / "analysis").exists()
+    other = tmp_path / "notes.txt"
+    other.write_text("x")
+    result = run_cli("analyze", str(other))
+    assert result.code == 2 and result.err.startswith(f"error: {other}: not a report")
+
+
+def test_report_and_its_export_are_read_once_without_nsys(
+    tmp_path: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    no_plots: None,
+) -> None:
+    no_nsys(monkeypatch, tmp_path)
+    report, _ = report_with_export(tmp_path / "reports")
+    result = run_cli("analyze", str(report.parent))
+    assert result.code == 0, result.err
+    rows = call_rows(report.parent)
+    assert len(rows) == CALLS_IN_GPU_REPORT
+    assert {row["report"] for row in rows} == {"report"}
+    # The report named on its own is read through its export too.
+    single = run_cli("analyze", str(report), "--output", str(tmp_path / "single"))
+    assert single.code == 0, single.err
+    with (tmp_path / "single" / "nccl_calls.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == CALLS_IN_GPU_REPORT
+
+
+def test_an_existing_export_is_preferred_to_running_nsys(
+    tmp_path: Path, run_cli: RunCli, no_plots: None
+) -> None:
+    nsys_log = tmp_path / "nsys.log"
+    tool = fake_nsys(tmp_path, nsys_log)
+    report, _ = report_with_export(tmp_path / "reports")
+    result = run_cli("analyze", str(report.parent), "--nsys", str(tool))
+    assert result.code == 0, result.err
+    assert not nsys_log.exists()
+    assert len(call_rows(report.parent)) == CALLS_IN_GPU_REPORT
+
+
+def test_an_export_older_than_its_report_is_redone_or_read_with_a_warning(
+    tmp_path: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    no_plots: None,
+) -> None:
+    nsys_log = tmp_path / "nsys.log"
+    tool = fake_nsys(tmp_path, nsys_log)
+    report, export = report_with_export(tmp_path / "with-nsys", stale=True)
+    result = run_cli("analyze", str(report.parent), "--nsys", str(tool))
+    assert result.code == 0, result.err
+    assert nsys_log.read_text().split()[-2:] == [str(export), str(report)]
+    assert len(call_rows(report.parent)) == CALLS_IN_GPU_REPORT
+    no_nsys(monkeypatch, tmp_path)
+    report, export = report_with_export(tmp_path / "without-nsys", stale=True)
+    result = run_cli("analyze", str(report.parent))
+    assert result.code == 0, result.err
+    assert f"warning: {export} is older than report.nsys-rep" in result.err
+    assert len(call_rows(report.parent)) == CALLS_IN_GPU_REPORT
+
+
+def test_a_report_without_export_needs_nsys(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_nsys(monkeypatch, tmp_path)
+    (tmp_path / "r.nsys-rep").write_bytes(b"x")
+    result = run_cli("analyze", str(tmp_path))
+    assert result.code == 2 and result.err.startswith("error: no nsys to export"), result.err
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_prints_usage_and_does_nothing_else(
+    flag: str, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("analyze", flag)
+    assert result.code == 0 and result.err == ""
+    assert result.out.startswith("usage: nsysgen analyze") and "--nccl-tests-log" in result.out
+    assert list(tmp_path.iterdir()) == []
+    usage = run_cli("analyze")
+    assert usage.code == 2 and "the following arguments are required: reports" in usage.err

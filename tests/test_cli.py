@@ -62,7 +62,7 @@ def test_unknown_group_option_lists_available_options(tmp_path: Path, run_cli) -
     result = run_cli("cluster=p9", f"output_dir={tmp_path}")
     assert result.code == 2
     assert result.err == (
-        "error: cluster=p9: no option 'p9' in group cluster (did you mean p5?) "
+        "error: cluster=p9: no option 'p9' in group cluster "
         "(allowed: local, p4d, p4de, p5, p5e, p5en, p6-b200)\n"
     )
     assert "Config search path" not in result.err and "Traceback" not in result.err
@@ -79,7 +79,7 @@ def test_unknown_group_option_lists_available_options(tmp_path: Path, run_cli) -
             "alternative at input '[1'); the grammar is group=option or key=value (Hydra override "
             "grammar)",
         ),
-        (["--bogus"], "error: unknown option --bogus"),
+        (["--bogus"], "error: compile does not take --bogus"),
         (["--config-dir"], "error: --config-dir needs a directory"),
         (
             ["--config-dir", "/nonexistent/x"],
@@ -121,7 +121,7 @@ def test_internal_error_exits_3_and_says_it_is_a_bug(
 ) -> None:  # type: ignore[no-untyped-def]
     import nsysgen.build
 
-    def broken(*_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(nsysgen.build, "compile_config", broken)

@@ -107,7 +107,7 @@ def test_changed_config_updates_only_changed_files_and_removes_orphans(
     before = snapshot(out)
     result = run_cli(*user_experiment(tmp_path, "window"), f"output_dir={out}")
     assert result.code == 0
-    assert result.out.endswith("6 files (1 removed, 3 updated)\n"), result.out
+    assert result.out.endswith("6 files (3 updated, 1 removed, 2 unchanged)\n"), result.out
     after = snapshot(out)
     assert "mine/nsysgen_window.py" not in after
     # Foreign files and unchanged generated files: same inode, bytes and mtime.

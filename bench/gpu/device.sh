@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the carried tree: sets up nsys 2025.3.1 from the Nsight Compute
-# bundle (libdw fix, NSYS-ON-GPU.md section 2) and runs bench/gpu/prove.py.
+# bundle (libdw fix) and runs bench/gpu/prove.py.
 set -euo pipefail
 root=/tmp/nsysgen-gpu
 rm -rf "$root" && mkdir -p "$root" "${OUT:=/tmp/out}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares the GPU proofs on this (CPU) machine: compiles every setup with nsysgen, patches the
 # training scripts with the generated training-loop.patch (git apply), and fetches the two
-# Debian libraries the Nsight Compute bundle's importer lacks (reference/NSYS-ON-GPU.md).
+# Debian libraries the Nsight Compute bundle's importer lacks.
 # Everything lands in device/ (git-ignored), which the device run carries.
 #   bench/gpu/prepare.sh && run(carry=[device], command="bench/gpu/device.sh")
 set -euo pipefail

@@ -12,10 +12,11 @@ makes these edits for you. By hand: copy this file next to your script, then
         window.end()              # closes the range; synchronize + cudaProfilerStop after the last
     window.end()
 
-job.sbatch exports the window; without these variables nothing happens:
-    NSYSGEN_PROFILE_FIRST_STEP=10
-    NSYSGEN_PROFILE_LAST_STEP=14
-    NSYSGEN_PROFILE_RANKS=0,1,2,3,4,5,6,7
+The job exports the window (values from the config, see the README); without these variables
+nothing happens:
+    NSYSGEN_PROFILE_FIRST_STEP
+    NSYSGEN_PROFILE_LAST_STEP
+    NSYSGEN_PROFILE_RANKS
 """
 
 

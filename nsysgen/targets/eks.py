@@ -1,4 +1,4 @@
-"""EKS target: injector Helm values, a PyTorchJob, and the scripts around them (EKS.md)."""
+"""EKS target: injector Helm values, a PyTorchJob, and the scripts around them."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Injector:
     pod: str
     container: str
     unique: str  # extra name parts that keep names unique across restarts
-    leftovers: bool  # known objects `helm uninstall` leaves behind (EKS.md section 1.6)
+    leftovers: bool  # known objects `helm uninstall` leaves behind
 
 
 INJECTORS = {
@@ -104,11 +104,17 @@ def helm_values(config: Config) -> dict[str, Any]:
     }
 
 
+NSYS_TMP = "/nsys-tmp"  # an emptyDir: writable and exec-able whatever the image's /tmp is
+
+
 def _container(config: Config) -> dict[str, Any]:
     target = config.target.settings
+    # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
+    # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
+    tmpdir = [] if "TMPDIR" in dict(config.cluster.env) else [("TMPDIR", NSYS_TMP)]
     env: list[dict[str, Any]] = [
         {"name": name, "value": value}
-        for name, value in sorted([*config.cluster.env, *step_window_env(config)])
+        for name, value in sorted([*config.cluster.env, *step_window_env(config), *tmpdir])
     ]
     env += [
         {"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}}
@@ -130,6 +136,7 @@ def _container(config: Config) -> dict[str, Any]:
         "resources": {"requests": resources, "limits": dict(resources)},
         "volumeMounts": [
             {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "nsys-tmp", "mountPath": NSYS_TMP},
             {"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs},
         ],
     }
@@ -156,6 +163,7 @@ def pytorchjob(config: Config) -> dict[str, Any]:
                     "containers": [_container(config)],
                     "volumes": [
                         {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                        {"name": "nsys-tmp", "emptyDir": {}},
                         {
                             "name": REPORTS_VOLUME,
                             "persistentVolumeClaim": {"claimName": target["reports_pvc"]},

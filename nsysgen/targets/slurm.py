@@ -56,7 +56,7 @@ def srun_args(config: Config) -> list[str]:
     cluster, workload = config.cluster, config.workload
     args = ["--label"]
     if workload.launch == "per_node":
-        # Inherited SLURM_NTASKS would otherwise override --ntasks-per-node (CLUSTERS.md 6).
+        # Inherited SLURM_NTASKS would otherwise override --ntasks-per-node.
         args += [ShellExpr("--ntasks=${SLURM_JOB_NUM_NODES}"), "--ntasks-per-node=1"]
     elif cluster.slurm_mpi:
         args.append(f"--mpi={cluster.slurm_mpi}")
@@ -103,8 +103,13 @@ def _wrapper(config: Config, selection: RankSelection) -> ArtifactSpec:
             "collectors_text": describe(selection.collectors, per_gpu),
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
+            "stage_tmpdir": in_container(config) and "TMPDIR" not in dict(config.cluster.env),
         },
     )
+
+
+def in_container(config: Config) -> bool:
+    return config.cluster.container_runtime == "pyxis" and bool(config.workload.container_image)
 
 
 def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:

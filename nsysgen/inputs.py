@@ -1,0 +1,54 @@
+"""Files a config points at (the training script of `workload.<kind>.source`), read once.
+
+They are read during validation, not while artifacts are rendered, so that `plan`, compile and
+`check` accept and refuse exactly the same inputs, and their sha256 goes into the manifest:
+`check` then reports a training script that changed since the folder was compiled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsysgen.errors import Issue
+from nsysgen.model import Config
+from nsysgen.patch import PatchError, patch_source, unified_patch
+from nsysgen.render import render_template
+
+
+@dataclass(frozen=True)
+class TrainingPatch:
+    source: str  # workload.<kind>.source as configured (relative to the working directory)
+    sha256: str  # of the script as read
+    diff: str  # the unified diff that adds the step window
+
+
+def training_patch(config: Config) -> TrainingPatch | Issue | None:
+    """The patch for the workload's own script, an Issue saying why there is none, or None
+    when the setup has no script to patch."""
+    if config.capture.mode != "steps" or not config.workload.settings.get("source"):
+        return None
+    settings = config.workload.settings
+    source_path = str(settings["source"])
+    field = f"workload.{config.workload.kind}.source"
+    try:
+        # newline="": CRLF files keep their line endings, so their patch applies.
+        with Path(source_path).open(encoding="utf-8", newline="") as file:
+            source = file.read()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        return Issue(
+            field,
+            f"cannot read {source_path} ({reason}) (allowed: a UTF-8 Python file, its path "
+            "relative to the current directory)",
+        )
+    helper = render_template("common/_step_window_class.py.j2")
+    try:
+        patched = patch_source(source, helper, settings["loop_line"], settings["step_expr"])
+    except PatchError as error:
+        if error.setting is not None:
+            field = f"workload.{config.workload.kind}.{error.setting}"
+        return Issue(field, f"{source_path}: {error}")
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    return TrainingPatch(source_path, digest, unified_patch(source_path, source, patched))
