@@ -188,7 +188,7 @@ def save() -> None:
     RESULT.write_text(json.dumps(results, indent=1, sort_keys=True))
 
 
-def medians(path: Path) -> dict[str, float]:
+def medians(path: Path) -> dict[str, object]:
     times = json.loads(path.read_text())["step_seconds"]
     pre = [t for i, t in enumerate(times) if WARMUP <= i < FIRST]
     post = [t for i, t in enumerate(times) if i > LAST]
@@ -198,6 +198,10 @@ def medians(path: Path) -> dict[str, float]:
         "pre": ms(pre),
         "post": ms(post),
         "window": ms(times[FIRST : LAST + 1]),
+        # Interference from the shared host only adds time, so the low quantile of the steps
+        # before the window shows the loop's own cost with less of the noise.
+        "pre_p10": round(statistics.quantiles(pre, n=10)[0] * 1000, 3),
+        "step_ms": [round(t * 1000, 3) for t in times],
     }
 
 
@@ -519,6 +523,13 @@ def summarize_ddp(runs: list[dict[str, object]]) -> dict[str, object]:
     return out
 
 
+def ddp_first(phases: list[str]) -> None:
+    """DDP first when PHASES names it first (a short call must not lose it to the deadline)."""
+    if phases[0] == "ddp":
+        ddp(int(os.environ.get("DDP_ROUNDS", "3")))
+        phases.remove("ddp")
+
+
 def check_all(matrix: list[Config]) -> None:
     checks: dict[str, dict[str, object]] = {}
     for key in CHECK_ORDER:
@@ -543,10 +554,7 @@ def main() -> int:
     log("current flags:", CURRENT)
     # Warm the page cache, the driver and the GPU clocks before anything is timed.
     subprocess.run([sys.executable, str(SCRIPT), "--shape=launch", "--steps=20"], check=False)
-    # DDP first when PHASES names it first (a short call that must not lose it to the deadline).
-    if phases[0] == "ddp":
-        ddp(int(os.environ.get("DDP_ROUNDS", "3")))
-        phases.remove("ddp")
+    ddp_first(phases)
     # Round 0, then the window checks on its reports, then the other rounds: a run cut short
     # by the deadline still has every configuration once and its window check.
     rounds = range(ROUND_OFFSET, ROUND_OFFSET + ROUNDS) if "matrix" in phases else range(0)
