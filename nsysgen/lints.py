@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nsysgen.model import Config
+from nsysgen.overhead import THRESHOLD_PERCENT
 from nsysgen.plan import ProfilePlan
 from nsysgen.secrets import find_secrets
 
@@ -192,6 +193,17 @@ def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, st
         yield ("cluster.slurm.mpi", "HyperPod clusters reject --mpi=pmix unless pmix was enabled")
 
 
+def _slows_the_job(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    slowdown = plan.slowdown
+    if plan.world_size > 1 and slowdown.job_percent > THRESHOLD_PERCENT:
+        yield (
+            "capture.ranks",
+            f"recording {len(plan.recorded)} of {plan.world_size} ranks is expected to slow the "
+            f"whole job by ~{slowdown.job_percent:g} % outside the window (more than "
+            f"{THRESHOLD_PERCENT:g} %): {slowdown.basis}",
+        )
+
+
 LINTS: tuple[Lint, ...] = (
     Lint(
         "NSG001",
@@ -269,6 +281,14 @@ LINTS: tuple[Lint, ...] = (
         "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
         "error",
         _hyperpod_flags,
+    ),
+    Lint(
+        "NSG012",
+        "recording is expected to slow a multi-rank job by more than 2 % outside the window",
+        "record fewer ranks, start the window early and end the job after it, or capture the "
+        "step in a CUDA graph",
+        "warning",
+        _slows_the_job,
     ),
 )
 LINT_BY_ID = {lint.id: lint for lint in LINTS}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from nsysgen import nsys_cmd
 from nsysgen.estimate import SizeEstimate, estimate_report_size
 from nsysgen.model import Config
+from nsysgen.overhead import SlowdownEstimate, estimate_slowdown
 from nsysgen.ranks import iter_tasks, select, tasks_per_node
 from nsysgen.targets import eks
 
@@ -85,6 +86,7 @@ class ProfilePlan:
     window_end_s: float | None  # seconds after launch, when known
     time_limit_s: int
     size: SizeEstimate
+    slowdown: SlowdownEstimate  # outside the window (nsysgen/overhead.py)
 
     @property
     def nsys_command(self) -> tuple[str, ...]:
@@ -214,4 +216,10 @@ def build_plan(config: Config) -> ProfilePlan:
         window_end_s=window_end,
         time_limit_s=config.job.time_limit_min * 60,
         size=estimate_report_size(config),
+        slowdown=estimate_slowdown(
+            kernels_per_second=config.workload.kernels_per_second,
+            traces_cuda=any(t.startswith("cuda") for t in config.capture.trace),
+            recorded=len(recorded),
+            world_size=config.cluster.world_size,
+        ),
     )

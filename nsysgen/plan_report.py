@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import asdict
 from typing import Any
 
 from nsysgen.lints import LINTS, Finding
@@ -59,6 +60,7 @@ def as_dict(config: Config, plan: ProfilePlan, findings: list[Finding]) -> dict[
         "bytes_per_report": plan.size.bytes_per_report,
         "total_bytes": total,
         "estimate_basis": plan.size.basis,
+        "slowdown_outside_window": asdict(plan.slowdown),
         "nsys_command": list(plan.nsys_command),
         "lints": [
             {
@@ -112,6 +114,11 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
             f"~{_human(data['total_bytes'])} in {config.capture.report_dir}",
         ),
         ("estimate basis", plan.size.basis),
+        (
+            "slowdown",
+            f"~{plan.slowdown.job_percent:g} % outside the window, paid by "
+            f"{plan.slowdown.paid_by}; {plan.slowdown.basis}",
+        ),
         ("names unique", "yes" if data["report_names_unique"] else "NO (see NSG002)"),
     ]
     width = max(len(name) for name, _ in rows)

@@ -57,5 +57,6 @@ git -C "$out/work" apply "$PWD/$out/generated/fsdp-node-all/training-loop.patch"
 rm -rf "$out/work/.git"
 
 (cd "$out/debs" && apt-get download -qq libdw1 libelf1 2>/dev/null)
-cp -r bench/gpu/shim bench/gpu/prove.py bench/gpu/ablate.py bench/gpu/check_results.py "$out/"
+cp -r bench/gpu/shim bench/gpu/prove.py bench/gpu/ablate.py bench/gpu/ablate_launch.py \
+  bench/gpu/check_results.py bench/gpu/device.sh "$out/"
 du -sh "$out"
