@@ -133,7 +133,7 @@ INVALID = {
     "schema-several-problems": (
         ["capture.delayy=5", "capture.sample=cpu", "cluster.nodes=0", "capture.ranks=[-1]"],
         [
-            "capture.delayy: unknown key (allowed keys: cpuctxsw, delay, duration, efa_metrics, "
+            "capture.delayy: unknown key (did you mean delay?) (allowed keys: cpuctxsw, delay, duration, efa_metrics, "
             "extra_args, first_step, gpu_metrics, last_step, mode, nvtx_domain, nvtx_range, pace_kernels, ranks, "
             "recipes, report_dir, report_name, sample, trace)",
             "capture.ranks: [-1] is not allowed (allowed: a non-empty list of distinct global ranks "
