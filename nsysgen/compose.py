@@ -67,10 +67,14 @@ class Composer:
         # composes once and only applies its values per point.
         self._bases: dict[tuple[str, ...], _Base] = {}
         self._user_dirs = list(config_dirs)
+        self._options: dict[str, list[str]] = {}
         self._parsed: dict[str, list[Override]] = {}
 
     def group_options(self, group: str) -> list[str]:
-        return sorted(self._loader.get_group_options(group))
+        # Hydra lists a group by scanning every search-path directory: once per composer.
+        if group not in self._options:
+            self._options[group] = sorted(self._loader.get_group_options(group))
+        return self._options[group]
 
     def parse(self, overrides: Sequence[str]) -> list[Override]:
         parsed = []
