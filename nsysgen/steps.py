@@ -131,7 +131,7 @@ class _GpuOp:
 def _read_ops(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_GpuOp]]:
     """GPU work per process, each with the start of the CUDA API call that launched it."""
     ops: dict[int, list[_GpuOp]] = defaultdict(list)
-    if not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"} <= tables:
+    if not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
         return ops
     for api, pid, start, end, name in db.execute(
         "SELECT r.start, k.globalPid >> 24, k.start, k.end, s.value "
@@ -159,7 +159,7 @@ def _kernel_totals(
     db: sqlite3.Connection, tables: set[str]
 ) -> dict[int, tuple[int, int, int, int]]:
     """pid -> (kernel ns, kernels, NCCL kernel ns, NCCL kernels), every kernel counted."""
-    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+    if not {"CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
         return {}
     totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for pid, name, duration in db.execute(

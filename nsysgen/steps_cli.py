@@ -58,9 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--straggler-min-percent",
         type=_positive,
-        default=5.0,
+        default=25.0,
         metavar="PERCENT",
-        help="... and longer than this share of the step's median time (default: 5)",
+        help="... and longer than this share of the step's median time (default: 25)",
     )
     group.add_argument(
         "--world-size",
