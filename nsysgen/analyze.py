@@ -308,7 +308,16 @@ def _stale(report: Path, export: Path) -> bool:
 
 
 def collect(path: Path, nsys: str | None) -> tuple[list[NcclCall], int]:
-    """Every NCCL call in the reports at `path` (a folder or one file), and the report count.
+    """Every NCCL call in the reports at `path` (a folder or one file), and the report count."""
+    sources = sqlite_sources(path, nsys)
+    calls = []
+    for source in sources:
+        calls += read_calls(source, source.stem)
+    return calls, len(sources)
+
+
+def sqlite_sources(path: Path, nsys: str | None) -> list[Path]:
+    """The SQLite export of every report at `path` (a folder or one file).
 
     An existing export is read instead of its report, so nsys is needed only for reports
     without one (or with one older than the report, when nsys is there to redo it).
@@ -335,7 +344,4 @@ def collect(path: Path, nsys: str | None) -> tuple[list[NcclCall], int]:
         sources.append(export_sqlite(report, tool))
     if not sources:
         raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
-    calls = []
-    for source in sources:
-        calls += read_calls(source, source.stem)
-    return calls, len(sources)
+    return sources

@@ -6,16 +6,18 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from nsysgen import steps_cli
 from nsysgen.analyze import (
     AnalyzeError,
-    collect,
     human_size,
     parse_nccl_tests_log,
+    read_calls,
+    sqlite_sources,
     summarise,
     write_csvs,
 )
 from nsysgen.analyze_plot import plot_op, require_matplotlib
-from nsysgen.errors import EXIT_INVALID, EXIT_OK
+from nsysgen.errors import EXIT_INVALID
 
 
 def run_analyze(argv: Sequence[str]) -> int:
@@ -23,7 +25,8 @@ def run_analyze(argv: Sequence[str]) -> int:
         prog="nsysgen analyze",
         description=(
             "NCCL collectives in nsys reports: GPU kernel time per call, by message size, as CSV "
-            "and one PNG per operation."
+            "and one PNG per operation; per rank x step GPU figures, stragglers and a "
+            "regression gate (summary.json)."
         ),
     )
     parser.add_argument("reports", type=Path, help="a folder of .nsys-rep/.sqlite, or one file")
@@ -32,6 +35,7 @@ def run_analyze(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--nccl-tests-log", type=Path, help="nccl-tests output: its times are drawn as lines"
     )
+    steps_cli.add_arguments(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -50,8 +54,11 @@ def run_analyze(argv: Sequence[str]) -> int:
     if out.exists() and not out.is_dir():
         raise AnalyzeError(f"--output {out}: exists and is not a folder")
     require_matplotlib()
+    steps_cli.check_arguments(args)
     reference = parse_nccl_tests_log(log) if log is not None else {}
-    calls, reports = collect(args.reports, args.nsys)
+    sources = sqlite_sources(args.reports, args.nsys)
+    calls = [call for source in sources for call in read_calls(source, source.stem)]
+    reports = len(sources)
     summary = summarise(calls)
     written = write_csvs(calls, summary, out)
     for op in sorted({c.op for c in calls}):
@@ -64,6 +71,7 @@ def run_analyze(argv: Sequence[str]) -> int:
             f"{row.op:<22} {size:>10} {row.calls:>6} calls  median {row.median_us:9.1f} us  "
             f"p90 {row.p90_us:9.1f} us"
         )
-    for path in written:
+    step_files, code = steps_cli.run(args, sources, calls, out)
+    for path in written + step_files:
         print(f"wrote {path}")
-    return EXIT_OK
+    return code

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nsysgen.model import Config
 
 # SLURMD_NODENAME is the node that runs the task; HOSTNAME is the batch host for every task
-#, so it must never name a report.
+# , so it must never name a report.
 _PER_GPU_SUFFIX = (
     "_job%q{SLURM_JOB_ID}_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
 )

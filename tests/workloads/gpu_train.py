@@ -9,6 +9,10 @@ where profiling overhead shows).
 one launch instead of thousands: the remedy for a launch-bound loop that issue 20 measures.
 --ddp wraps the model in DistributedDataParallel (RANK/WORLD_SIZE/MASTER_ADDR from the launcher):
 NCCL when every rank has its own GPU, else gloo, since NCCL refuses two ranks on one GPU.
+--allreduce=explicit replaces DDP by one all-reduce of the flattened gradients after backward,
+inside an NVTX range "all_reduce gradients" (gloo: on a CPU copy, so the range spans the wait).
+--delay-ms/--delay-rank/--delay-steps inject a straggler: that rank sleeps at the start of the
+chosen steps (issue 17's straggler proof).
 """
 
 import argparse
@@ -57,6 +61,23 @@ def capture(model, batch, optimizer) -> torch.cuda.CUDAGraph:
     return graph
 
 
+def all_reduce_gradients(model: torch.nn.Module, backend: str) -> None:
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    flat = torch.cat([g.flatten() for g in grads])
+    with torch.cuda.nvtx.range("all_reduce gradients"):
+        if backend == "gloo":
+            host = flat.cpu()  # synchronizes, so the range holds the transfer and the wait
+            torch.distributed.all_reduce(host)
+            flat.copy_(host)
+        else:
+            torch.distributed.all_reduce(flat)
+    flat /= torch.distributed.get_world_size()
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset : offset + g.numel()].view_as(g))
+        offset += g.numel()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", choices=["compute", "launch"], default="compute")
@@ -64,7 +85,17 @@ def main() -> None:
     parser.add_argument("--timing-out", default="")
     parser.add_argument("--graph", action="store_true")
     parser.add_argument("--ddp", action="store_true")
+    parser.add_argument("--allreduce", choices=["ddp", "explicit"], default="ddp")
+    parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--delay-rank", type=int, default=-1)
+    parser.add_argument("--delay-steps", default="all", help="'all' or a comma list")
     args = parser.parse_args()
+    rank = int(os.environ.get("RANK", "0"))
+    delayed = (
+        set(range(args.steps))
+        if args.delay_steps == "all"
+        else {int(s) for s in args.delay_steps.split(",") if s}
+    )
     torch.manual_seed(0)
     device, backend = torch.device("cuda"), ""
     if args.ddp:
@@ -76,7 +107,8 @@ def main() -> None:
         bind = {"device_id": device} if backend == "nccl" else {}
         torch.distributed.init_process_group(backend, **bind)
     model, batch = build(args.shape, device)
-    if args.ddp:
+    explicit = args.ddp and args.allreduce == "explicit"
+    if args.ddp and not explicit:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device])
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False, capturable=args.graph)
     graph = capture(model, batch, optimizer) if args.graph else None
@@ -84,12 +116,16 @@ def main() -> None:
     for step in range(args.steps):  # noqa: B007 - nsysgen's patch passes `step` on
         starts.append(time.time())
         start = time.perf_counter()
+        if rank == args.delay_rank and step in delayed:
+            time.sleep(args.delay_ms / 1000)
         if graph is not None:
             graph.replay()
         else:
             loss = model(batch).float().pow(2).mean()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if explicit:
+                all_reduce_gradients(model, backend)
             optimizer.step()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)

@@ -4,6 +4,10 @@ Each step is an NVTX range named "step N" (PyPI nvtx 0.2.11: newer releases emit
 nsys 2023.4.4, see tests/README.md). Optionally one NVTX range named "profile" spans a window of
 steps, for capture by NVTX range. Every rank writes a JSON marker saying where it ran and whether
 nsys launched it, so tests can check that unselected ranks ran without nsys.
+
+--barrier-dir makes the ranks synchronous, as data-parallel training is: every step ends in a
+file barrier on the shared filesystem inside an NVTX range "barrier"; --sleep-rank/--sleep-steps
+/--sleep-ms make one rank late on chosen steps (issue 17's CPU straggler proof).
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from pathlib import Path
 import nvtx
 
 
+def barrier(folder: Path, step: int, rank: int, world: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    Path(folder, f"{step}.{rank}").touch()
+    while len(list(folder.glob(f"{step}.*"))) < world:
+        time.sleep(0.0005)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=8)
@@ -24,7 +35,13 @@ def main() -> int:
     parser.add_argument("--profile-steps", default="", help="FIRST:LAST, both included")
     parser.add_argument("--marker-dir", required=True)
     parser.add_argument("--fail-rank", type=int, default=-1)
+    parser.add_argument("--barrier-dir", default="")
+    parser.add_argument("--sleep-rank", type=int, default=-1)
+    parser.add_argument("--sleep-steps", default="")
+    parser.add_argument("--sleep-ms", type=float, default=0.0)
     args = parser.parse_args()
+    late_steps = {int(s) for s in args.sleep_steps.split(",") if s}
+    world = int(os.environ.get("SLURM_NTASKS", "1"))
 
     rank = int(os.environ["SLURM_PROCID"])
     first, last = (
@@ -38,6 +55,11 @@ def main() -> int:
             while time.monotonic() < busy_until:
                 pass
             time.sleep(0.002)  # a traced OS runtime call (nanosleep) in every step
+            if rank == args.sleep_rank and step in late_steps:
+                time.sleep(args.sleep_ms / 1000)
+            if args.barrier_dir:
+                with nvtx.annotate("barrier"):
+                    barrier(Path(args.barrier_dir), step, rank, world)
         if step == last:
             nvtx.pop_range()
     parent = Path(f"/proc/{os.getppid()}/comm").read_text().strip()

@@ -1,0 +1,346 @@
+"""Per rank x per step figures of one report, from the GPU's point of view.
+
+`reduce_report(sqlite_file, report)` is a pure function of one SQLite export: it returns compact
+per-process tables (one `RankTables` per recorded process) and nothing else, so it can be mapped
+over many reports (one per node, or per rank) and the results combined afterwards.
+
+How a step is seen on the GPU: a step is an NVTX range "step N" on a CPU thread (nsysgen's
+training-loop patch pushes exactly that name; "iteration N" and "train_step N" are accepted for
+other loops). Kernels run later than the CPU range that launched them, so each CUDA API call
+made inside the range (on any thread of the process: backward and DDP's reducer launch from
+autograd threads) is followed to its GPU work through the CUDA correlation id. The step's GPU
+time is first start to last end of that work (what nsys's nvtx_gpu_proj_sum calls the projected
+range). Inside it:
+
+- compute: non-NCCL kernels; nccl: kernels whose name starts with "nccl";
+- exposed comm: time an NCCL kernel runs while no compute kernel of the step runs;
+- other: memcpy/memset time not under a kernel;
+- idle: the step's GPU time with nothing of the step running.
+
+compute_busy + exposed_comm + other + idle = step time, so they stack in one bar.
+
+CPU-only reports (no CUDA work in a step) fall back to the NVTX range itself: the step time is
+the CPU range's duration, and communication is the union of the NVTX ranges inside the step
+whose name says collective (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
+barrier); NCCL's own NVTX domain is left out there, since its ranges only enqueue work.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STEP_NAME = re.compile(r"^\s*(?:step|iteration|iter|train[_ ]step)[ _:#=]*(\d+)\s*$", re.I)
+COMM_NAME = re.compile(
+    r"(?i)(all[_ -]?reduce|all[_ -]?gather|reduce[_ -]?scatter|all[_ -]?to[_ -]?all|broadcast|"
+    r"barrier)"
+)
+RANK_IN_NAME = re.compile(r"(?:^|[_.-])rank(\d+)(?:[_.-]|$)")
+NS_PER_MS = 1_000_000
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step of one rank. Times in ms; None where the source cannot say (CPU-only)."""
+
+    step: int
+    source: str  # "gpu": projected onto the GPU; "cpu": the NVTX range itself
+    cpu_ms: float  # the CPU range's own duration
+    step_ms: float
+    compute_ms: float | None  # sum of compute kernel durations
+    nccl_ms: float | None  # sum of NCCL kernel durations
+    compute_busy_ms: float | None  # union of compute kernels
+    exposed_comm_ms: float  # NCCL not under compute (GPU); comm ranges (CPU)
+    other_ms: float | None
+    idle_ms: float | None
+    kernels: int
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One communication of one rank in one step, in launch order (`index`)."""
+
+    step: int
+    index: int
+    name: str
+    duration_ns: int
+
+
+@dataclass
+class RankTables:
+    """Everything later stages need from one process of one report."""
+
+    report: str
+    pid: int
+    rank: int | None  # from the report's name (rankN); None: numbered later
+    device: int | None
+    steps: list[StepRow] = field(default_factory=list)
+    collectives: list[Collective] = field(default_factory=list)
+    kernel_ms_total: float = 0.0  # every kernel of the process, in steps or not
+    nccl_ms_total: float = 0.0
+    kernels_total: int = 0
+    nccl_kernels_total: int = 0
+
+
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(merged: list[tuple[int, int]]) -> int:
+    return sum(end - start for start, end in merged)
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    """Length of the intersection of two merged interval lists."""
+    total, i, j = 0, 0, 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if high > low:
+            total += high - low
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+@dataclass(frozen=True)
+class _GpuOp:
+    api_start: int
+    start: int
+    end: int
+    name: str
+    kind: str  # "compute" | "nccl" | "copy"
+
+
+def _read_ops(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_GpuOp]]:
+    """GPU work per process, each with the start of the CUDA API call that launched it."""
+    ops: dict[int, list[_GpuOp]] = defaultdict(list)
+    if not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
+        return ops
+    for api, pid, start, end, name in db.execute(
+        "SELECT r.start, k.globalPid >> 24, k.start, k.end, s.value "
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) "
+        "JOIN StringIds s ON k.shortName = s.id"
+    ):
+        kind = "nccl" if str(name).startswith("nccl") else "compute"
+        ops[pid].append(_GpuOp(api, start, end, str(name), kind))
+    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        if table not in tables:
+            continue
+        for api, pid, start, end in db.execute(
+            f"SELECT r.start, m.globalPid >> 24, m.start, m.end FROM {table} m "
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId "
+            "AND (r.globalTid >> 24) = (m.globalPid >> 24)"
+        ):
+            ops[pid].append(_GpuOp(api, start, end, table, "copy"))
+    for values in ops.values():
+        values.sort(key=lambda op: op.api_start)
+    return ops
+
+
+def _kernel_totals(
+    db: sqlite3.Connection, tables: set[str]
+) -> dict[int, tuple[int, int, int, int]]:
+    """pid -> (kernel ns, kernels, NCCL kernel ns, NCCL kernels), every kernel counted."""
+    if not {"CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
+        return {}
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for pid, name, duration in db.execute(
+        "SELECT k.globalPid >> 24, s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON k.shortName = s.id"
+    ):
+        row = totals[pid]
+        row[0] += duration
+        row[1] += 1
+        if str(name).startswith("nccl"):
+            row[2] += duration
+            row[3] += 1
+    return {pid: (r[0], r[1], r[2], r[3]) for pid, r in totals.items()}
+
+
+def _devices(db: sqlite3.Connection, tables: set[str]) -> dict[int, int]:
+    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+        return {}
+    return {
+        pid: device
+        for pid, device in db.execute(
+            "SELECT globalPid >> 24, MIN(deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1"
+        )
+    }
+
+
+def _ranges(
+    db: sqlite3.Connection, tables: set[str]
+) -> tuple[dict[int, list[tuple[int, int, int]]], dict[int, list[tuple[int, int, str]]]]:
+    """pid -> step ranges (start, end, step), and pid -> collective-named ranges."""
+    steps: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    comm: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+    if "NVTX_EVENTS" not in tables:
+        return steps, comm
+    join = "LEFT JOIN StringIds s ON e.textId = s.id" if "StringIds" in tables else ""
+    text = "COALESCE(e.text, s.value)" if join else "e.text"
+    nccl_domains = {
+        domain
+        for domain, name in db.execute(
+            f"SELECT e.domainId, {text} FROM NVTX_EVENTS e {join} WHERE e.eventType = 75"
+        )
+        if name == "NCCL"
+    }
+    for start, end, tid, name, domain in db.execute(
+        f"SELECT e.start, e.end, e.globalTid, {text}, e.domainId FROM NVTX_EVENTS e {join} "
+        "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL"
+    ):
+        name = name or ""
+        pid = (tid or 0) >> 24
+        match = STEP_NAME.match(name)
+        if match:
+            steps[pid].append((start, end, int(match.group(1))))
+        elif domain not in nccl_domains and COMM_NAME.search(name):
+            comm[pid].append((start, end, name))
+    for values in steps.values():
+        values.sort()
+    return steps, comm
+
+
+def _rank_from_name(report: str) -> int | None:
+    match = RANK_IN_NAME.search(report)
+    return int(match.group(1)) if match else None
+
+
+def _step_of(starts: list[int], spans: list[tuple[int, int, int]], moment: int) -> int | None:
+    """Index of the step range holding `moment`; a process's steps do not overlap."""
+    i = bisect.bisect_right(starts, moment) - 1
+    if i >= 0 and spans[i][0] <= moment <= spans[i][1]:
+        return i
+    return None
+
+
+def _gpu_row(step: int, cpu_ns: int, ops: list[_GpuOp]) -> StepRow:
+    begin, finish = min(op.start for op in ops), max(op.end for op in ops)
+    compute = [(op.start, op.end) for op in ops if op.kind == "compute"]
+    nccl = [(op.start, op.end) for op in ops if op.kind == "nccl"]
+    compute_u, nccl_u = _union(compute), _union(nccl)
+    all_u = _union([(op.start, op.end) for op in ops])
+    kernels_u = _union(compute + nccl)
+    exposed = _length(nccl_u) - _overlap(nccl_u, compute_u)
+    span = finish - begin
+    return StepRow(
+        step=step,
+        source="gpu",
+        cpu_ms=cpu_ns / NS_PER_MS,
+        step_ms=span / NS_PER_MS,
+        compute_ms=sum(e - s for s, e in compute) / NS_PER_MS,
+        nccl_ms=sum(e - s for s, e in nccl) / NS_PER_MS,
+        compute_busy_ms=_length(compute_u) / NS_PER_MS,
+        exposed_comm_ms=exposed / NS_PER_MS,
+        other_ms=(_length(all_u) - _length(kernels_u)) / NS_PER_MS,
+        idle_ms=(span - _length(all_u)) / NS_PER_MS,
+        kernels=len(compute) + len(nccl),
+    )
+
+
+def _reduce_process(
+    report: str,
+    pid: int,
+    spans: list[tuple[int, int, int]],
+    ops: list[_GpuOp],
+    comm: list[tuple[int, int, str]],
+) -> RankTables:
+    # globalPid >> 24 still holds nsys's hardware id above the 24 bits of the OS pid.
+    tables = RankTables(report=report, pid=pid & 0xFFFFFF, rank=None, device=None)
+    starts = [s[0] for s in spans]
+    per_step: dict[int, list[_GpuOp]] = defaultdict(list)
+    for op in ops:
+        index = _step_of(starts, spans, op.api_start)
+        if index is not None:
+            per_step[index].append(op)
+    comm_per_step: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+    for start, end, name in comm:
+        index = _step_of(starts, spans, start)
+        if index is not None:
+            comm_per_step[index].append((start, end, name))
+    uses_nccl = any(op.kind == "nccl" for op in ops)
+    for index, (start, end, step) in enumerate(spans):
+        step_ops = per_step.get(index, [])
+        ranges = sorted(comm_per_step.get(index, []))
+        if step_ops:
+            row = _gpu_row(step, end - start, step_ops)
+        else:
+            comm_ns = _length(_union([(s, e) for s, e, _ in ranges]))
+            row = StepRow(
+                step, "cpu", (end - start) / NS_PER_MS, (end - start) / NS_PER_MS,
+                None, None, None, comm_ns / NS_PER_MS, None, None, 0,
+            )  # fmt: skip
+        tables.steps.append(row)
+        # The communications the straggler analysis matches across ranks: NCCL kernels when
+        # the process runs any (their durations include the wait on the GPU), else the CPU
+        # ranges that block on a collective.
+        if uses_nccl:
+            items = [(op.name, op.end - op.start) for op in step_ops if op.kind == "nccl"]
+        else:
+            items = [(name, e - s) for s, e, name in ranges]
+        tables.collectives += [Collective(step, i, n, d) for i, (n, d) in enumerate(items)]
+    return tables
+
+
+def reduce_report(sqlite_file: Path, report: str) -> list[RankTables]:
+    """One report's SQLite export -> one table set per process with steps or kernels."""
+    with sqlite3.connect(sqlite_file) as db:
+        tables = _tables(db)
+        ops = _read_ops(db, tables)
+        steps, comm = _ranges(db, tables)
+        totals = _kernel_totals(db, tables)
+        devices = _devices(db, tables)
+    result = []
+    for pid in sorted(set(steps) | set(totals)):
+        # A process's steps are its ranges on one thread: keep the thread-free, sorted list.
+        rank_tables = _reduce_process(report, pid, steps.get(pid, []), ops.get(pid, []), comm[pid])
+        kernel_ns, kernels, nccl_ns, nccl_kernels = totals.get(pid, (0, 0, 0, 0))
+        rank_tables.kernel_ms_total = kernel_ns / NS_PER_MS
+        rank_tables.nccl_ms_total = nccl_ns / NS_PER_MS
+        rank_tables.kernels_total, rank_tables.nccl_kernels_total = kernels, nccl_kernels
+        rank_tables.device = devices.get(pid)
+        result.append(rank_tables)
+    # Ranks: the report's name says rankN (nsysgen's wrapper names reports so); several
+    # processes in one report (one nsys per node around torchrun) count up from it in the
+    # order of their GPU, then pid, as LOCAL_RANK usually picks the GPU.
+    base = _rank_from_name(report)
+    if base is not None:
+        ordered = sorted(
+            result, key=lambda t: (t.device if t.device is not None else 1 << 30, t.pid)
+        )
+        for offset, rank_tables in enumerate(ordered):
+            rank_tables.rank = base + offset
+    return result
+
+
+def assign_ranks(per_report: list[list[RankTables]]) -> list[RankTables]:
+    """All processes of all reports, each with a distinct rank.
+
+    Reports named without a rank, or whose ranks collide, are numbered in report order
+    instead (every process, so that the numbering stays consistent).
+    """
+    flat = [t for tables in per_report for t in tables]
+    ranks = [t.rank for t in flat]
+    if None in ranks or len(set(ranks)) != len(ranks):
+        ordered = sorted(flat, key=lambda t: (t.report, t.device or 0, t.pid))
+        for rank, rank_tables in enumerate(ordered):
+            rank_tables.rank = rank
+    return sorted(flat, key=lambda t: t.rank or 0)

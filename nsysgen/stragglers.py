@@ -1,0 +1,146 @@
+"""Who the other ranks waited for, without comparing clocks of different hosts.
+
+Collectives are matched across ranks by step and by their order inside the step on each rank
+(nsys exports no communicator or sequence number without NCCL's advanced tracing). Every rank's
+NCCL kernel of one collective ends at about the same moment, once the last rank has arrived, so
+its duration is (wait for the last rank) + (transfer): the rank with the SHORTEST kernel arrived
+last, and the next-shortest one waited for it for the difference. Only durations on each rank's
+own clock are compared, so skewed or unsynchronised host clocks change nothing. The same rule
+applies to the blocking NVTX collective ranges of CPU-only reports.
+
+Per (rank, step):
+- wait_ms: sum over the step's collectives of (own duration - shortest duration): time spent
+  waiting for the others;
+- late_ms: sum, over the collectives where this rank was the last to arrive, of how long the
+  next-to-last rank waited for it.
+
+Steps without any matched communication (a job without collectives) fall back to step times:
+a rank whose step is longer than the median of the other ranks by more than the threshold is
+late by the difference.
+
+A rank is late on a step when late_ms > max(min_ms, min_fraction x the step's median time over
+ranks). Defaults 1 ms and 25 %: on the device proof (bench/gpu/RESULTS.md, issue 17: two ranks
+sharing one H200, launch-bound steps of ~70 ms under nsys) the clean run's ranks waited for each
+other up to 16 ms, 23 % of a step, at random; 25 % sits above that measured noise. Jobs on
+dedicated GPUs skew far less, and --straggler-min-percent lowers the bar. The
+first recorded step is never judged: it holds the warm-up (first NCCL calls set up channels,
+the allocator grows, caches are cold). A straggler late on at least `slow_fraction` (50 %) of
+the judged steps is a "slow rank"; on fewer, a "hiccup".
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from nsysgen.steps import NS_PER_MS, RankTables
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_ms: float = 1.0
+    min_fraction: float = 0.25
+    slow_fraction: float = 0.5
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "late_min_ms": self.min_ms,
+            "late_min_fraction_of_step": self.min_fraction,
+            "slow_rank_min_fraction_of_steps": self.slow_fraction,
+        }
+
+
+@dataclass
+class Lateness:
+    wait_ms: dict[tuple[int, int], float]
+    late_ms: dict[tuple[int, int], float]
+    evidence: dict[int, str]  # step -> "collectives" | "step-time"
+    matched: int  # collectives matched across ranks
+    mismatched_steps: list[int]  # steps whose ranks did not issue the same number
+
+
+def _rank(t: RankTables) -> int:
+    assert t.rank is not None, "ranks are assigned before the straggler analysis"
+    return t.rank
+
+
+def _per_step(
+    ranks: list[RankTables],
+) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, list[int]]]]:
+    """step -> rank -> step time, and step -> rank -> its collectives' durations in order."""
+    step_ms: dict[int, dict[int, float]] = defaultdict(dict)
+    comms: dict[int, dict[int, list[int]]] = defaultdict(dict)
+    for t in ranks:
+        per_step: dict[int, list[int]] = defaultdict(list)
+        for c in sorted(t.collectives, key=lambda c: (c.step, c.index)):
+            per_step[c.step].append(c.duration_ns)
+        for row in t.steps:
+            step_ms[row.step][_rank(t)] = row.step_ms
+            comms[row.step][_rank(t)] = per_step.get(row.step, [])
+    return step_ms, comms
+
+
+def measure(ranks: list[RankTables]) -> Lateness:
+    result = Lateness({}, {}, {}, 0, [])
+    step_ms, comms = _per_step(ranks)
+    late: dict[tuple[int, int], float] = defaultdict(float)
+    wait: dict[tuple[int, int], float] = defaultdict(float)
+    for step, by_rank in sorted(comms.items()):
+        if len(by_rank) < 2:
+            continue
+        counts = {len(v) for v in by_rank.values()}
+        if len(counts) > 1:
+            result.mismatched_steps.append(step)
+        common = min(counts)
+        if not common:
+            result.evidence[step] = "step-time"
+            times = step_ms[step]
+            for rank, value in times.items():
+                others = [v for r, v in times.items() if r != rank]
+                late[(rank, step)] = max(0.0, value - statistics.median(others))
+            continue
+        result.evidence[step] = "collectives"
+        for rank in by_rank:
+            wait[(rank, step)] += 0.0
+            late[(rank, step)] += 0.0
+        for k in range(common):
+            durations = sorted((v[k], rank) for rank, v in by_rank.items())
+            shortest, last = durations[0]
+            late[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
+            for d, rank in durations:
+                wait[(rank, step)] += (d - shortest) / NS_PER_MS
+            result.matched += 1
+    result.wait_ms, result.late_ms = dict(wait), dict(late)
+    return result
+
+
+def find(
+    ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds
+) -> list[dict[str, object]]:
+    """The stragglers: [{"rank", "steps", "mean_lateness_ms", "kind", ...}], latest first."""
+    step_ms: dict[int, list[float]] = defaultdict(list)
+    for t in ranks:
+        for row in t.steps:
+            step_ms[row.step].append(row.step_ms)
+    judged = sorted(s for s in lateness.evidence if s != min(step_ms, default=0))
+    late: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for step in judged:
+        bar = max(thresholds.min_ms, thresholds.min_fraction * statistics.median(step_ms[step]))
+        for (rank, s), value in lateness.late_ms.items():
+            if s == step and value > bar:
+                late[rank].append((step, value))
+    found = []
+    for rank, items in late.items():
+        fraction = len(items) / len(judged)
+        found.append(
+            {
+                "rank": rank,
+                "steps": [s for s, _ in items],
+                "mean_lateness_ms": round(statistics.fmean(v for _, v in items), 3),
+                "kind": "slow rank" if fraction >= thresholds.slow_fraction else "hiccup",
+                "late_on_fraction_of_steps": round(fraction, 3),
+                "evidence": sorted({lateness.evidence[s] for s, _ in items}),
+            }
+        )
+    return sorted(found, key=lambda f: -float(f["mean_lateness_ms"]) * len(f["steps"]))  # type: ignore[arg-type]
