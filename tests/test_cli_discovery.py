@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from nsysgen import __version__
-from nsysgen.compose import Composer
 from nsysgen.completion import completion_script
+from nsysgen.compose import Composer
 from nsysgen.lints import markdown_table
 from tests.conftest import EXPERIMENTS, REPO, CliResult, run_nsysgen_process
 
