@@ -7,6 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -33,8 +34,14 @@ class CliResult:
     err: str
 
 
+class RunCli(Protocol):
+    """The `run_cli` fixture: `nsysgen ARGS` in this process."""
+
+    def __call__(self, *args: str) -> CliResult: ...
+
+
 @pytest.fixture
-def run_cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
     """Run `nsysgen ARGS` in this process (fast) and return exit code, stdout and stderr."""
 
     def run(*args: str) -> CliResult:

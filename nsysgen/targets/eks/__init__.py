@@ -292,8 +292,8 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "fetch_overrides": fetch_pod_overrides(config),
     }
     specs = [
-        ArtifactSpec("values-injector.yaml", "eks/yaml.j2", {"data": helm_values(config, plan)}),
-        ArtifactSpec("pytorchjob.yaml", "eks/yaml.j2", {"data": pytorchjob(config)}),
+        ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
+        ArtifactSpec("pytorchjob.yaml", "common/yaml.j2", {"data": pytorchjob(config)}),
         ArtifactSpec("install-injector.sh", "eks/install-injector.sh.j2", context, True),
         ArtifactSpec("uninstall-injector.sh", "eks/uninstall-injector.sh.j2", context, True),
         ArtifactSpec("label-namespace.sh", "eks/label-namespace.sh.j2", context, True),
