@@ -273,7 +273,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         files=_step_files,
         step_capture=True,
         uses_nccl=True,
-        launches=_EVERY_LAUNCH,
+        launches=("per_node",),  # one torchrun per node (the schema says so too)
     ),
     "python": WorkloadKind(
         settings=_typed(PythonSettings),
