@@ -213,7 +213,7 @@ def test_compile_writes_the_patch_and_reports_errors(
     assert missing.code == 2
     assert (
         "  workload.python.source: cannot read nope/train.py (No such file or directory) "
-        "(allowed: a path relative to the current directory)"
+        "(allowed: a UTF-8 Python file, its path relative to the current directory)"
     ) in missing.err.splitlines()
     no_loop = run_cli(
         "workload=python",
