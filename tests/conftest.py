@@ -19,6 +19,13 @@ REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on the real Slurm cluster or nsys are end-to-end: out of the fast default tier."""
+    for item in items:
+        if item.get_closest_marker("slurm") or item.get_closest_marker("nsys"):
+            item.add_marker(pytest.mark.e2e)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

@@ -130,6 +130,7 @@ def test_internal_error_exits_3_and_says_it_is_a_bug(
     assert "internal error (RuntimeError: boom). This is a bug in nsysgen" in result.err
 
 
+@pytest.mark.slow
 def test_output_is_identical_across_directories_users_and_hash_seeds(tmp_path: Path) -> None:
     trees = []
     for index, (user, seed) in enumerate([("alice", "0"), ("bob", "12345"), ("carol", "random")]):

@@ -55,6 +55,7 @@ def folders(tree: Path) -> list[Path]:
     return sorted(p for p in tree.iterdir() if p.is_dir())
 
 
+@pytest.mark.slow
 def test_every_pytorchjob_passes_crd_webhook_and_pod_schemas(eks_tree: Path) -> None:
     assert len(folders(eks_tree)) == len(EKS_EXPERIMENTS) + len(MATRIX)
     for folder in folders(eks_tree):
@@ -64,6 +65,7 @@ def test_every_pytorchjob_passes_crd_webhook_and_pod_schemas(eks_tree: Path) -> 
         assert pod_problems(job) == [], folder.name
 
 
+@pytest.mark.slow
 def test_every_helm_values_file_passes_its_chart_schema(eks_tree: Path) -> None:
     for folder in folders(eks_tree):
         values = load_generated_yaml(folder / "values-injector.yaml")

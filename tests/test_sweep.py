@@ -146,6 +146,7 @@ def test_rerun_with_fewer_points_removes_stale_points_and_check_follows(
     assert f"{root / 'delay-6'}: missing (regenerate: nsysgen -m capture.delay=5,6)" in check.out
 
 
+@pytest.mark.slow
 def test_sweep_bytes_do_not_depend_on_directory_user_or_hash_seed(tmp_path: Path) -> None:
     trees = []
     for index, (user, seed) in enumerate([("alice", "1"), ("bob", "999")]):
@@ -161,6 +162,7 @@ def test_sweep_bytes_do_not_depend_on_directory_user_or_hash_seed(tmp_path: Path
     assert len(trees[0]) == 4 * 6 + 1
 
 
+@pytest.mark.slow
 def test_long_sweep_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
