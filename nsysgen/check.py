@@ -20,7 +20,9 @@ Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid", "i
 
 
 @dataclass(frozen=True)
-class Finding:
+class Drift:
+    """A compiled folder that no longer matches what its manifest recompiles to."""
+
     path: Path
     kind: Kind
     regenerate: str
@@ -35,7 +37,7 @@ class Finding:
 class CheckReport:
     folders: int
     files: int
-    findings: list[Finding]
+    findings: list[Drift]
 
 
 class _Composers:
@@ -61,11 +63,11 @@ def _diff(expected: bytes, actual: bytes, name: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding]]:
+def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Drift]]:
     try:
         manifest = Manifest.read(folder / MANIFEST_NAME)
     except NsysgenError as error:
-        return 0, [Finding(folder, "invalid", "restore the manifest", error.user_message())]
+        return 0, [Drift(folder, "invalid", "restore the manifest", error.user_message())]
     regenerate = manifest.command
     # Relative --config-dir paths and training scripts are relative to where the compile ran.
     base = (folder / manifest.root).resolve() if manifest.root else Path.cwd()
@@ -77,12 +79,12 @@ def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding
                 composed, manifest.command, manifest.config_dirs, root=manifest.root
             )
     except NsysgenError as error:
-        return 0, [Finding(folder, "invalid", regenerate, error.user_message())]
+        return 0, [Drift(folder, "invalid", regenerate, error.user_message())]
     for source, digest in sorted(compiled.manifest.inputs.items()):
         if manifest.inputs.get(source) not in (None, digest):
             findings_detail = f"{source} changed since this folder was compiled"
             return len(compiled.files) + 1, [
-                Finding(folder, "changed", regenerate, findings_detail),
+                Drift(folder, "changed", regenerate, findings_detail),
                 *_compare_all(folder, compiled, manifest, regenerate),
             ]
     findings = _compare_all(folder, compiled, manifest, regenerate)
@@ -91,7 +93,7 @@ def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Finding
 
 def _compare_all(
     folder: Path, compiled: Compiled, manifest: Manifest, regenerate: str
-) -> list[Finding]:
+) -> list[Drift]:
     expected: list[tuple[str, bytes, int]] = [
         (f.path, f.text.encode(), file_mode(f.executable)) for f in compiled.files
     ]
@@ -101,7 +103,7 @@ def _compare_all(
     for name in sorted(set(manifest.files) - planned):
         if (folder / name).is_file():
             findings.append(
-                Finding(
+                Drift(
                     folder / name, "orphaned", regenerate, "written by nsysgen, no longer planned"
                 )
             )
@@ -123,11 +125,11 @@ def _working_directory(path: Path) -> Iterator[None]:
 
 def _compare(
     folder: Path, expected: list[tuple[str, bytes, int]], manifest: Manifest, regenerate: str
-) -> Iterator[Finding]:
+) -> Iterator[Drift]:
     for name, data, mode in expected:
         path = folder / name
         if not path.is_file():
-            yield Finding(path, "missing", regenerate)
+            yield Drift(path, "missing", regenerate)
             continue
         actual = path.read_bytes()
         actual_mode = path.stat().st_mode & 0o777
@@ -136,27 +138,27 @@ def _compare(
         record = manifest.files.get(name)
         hand_edited = name != MANIFEST_NAME and (record is None or record.sha256 != sha256(actual))
         detail = _diff(data, actual, name) or f"mode {actual_mode:04o}, expected {mode:04o}\n"
-        yield Finding(
+        yield Drift(
             path, "edited by hand" if hand_edited else "changed", regenerate, detail.rstrip("\n")
         )
 
 
-def _check_sweep_index(index_path: Path) -> list[Finding]:
+def _check_sweep_index(index_path: Path) -> list[Drift]:
     try:
         index = read_sweep_index(index_path)
     except NsysgenError as error:
-        return [Finding(index_path, "invalid", "restore the index", error.user_message())]
+        return [Drift(index_path, "invalid", "restore the index", error.user_message())]
     root = index_path.parent
     command = index["command"]
     findings = []
     if index.get("complete") is False:
         findings.append(
-            Finding(root, "incomplete", command, "the sweep stopped before every point was written")
+            Drift(root, "incomplete", command, "the sweep stopped before every point was written")
         )
     for slug, overrides in sorted(index["points"].items()):
         manifest_path = root / slug / MANIFEST_NAME
         if not manifest_path.is_file():
-            findings.append(Finding(root / slug, "missing", command, "sweep point"))
+            findings.append(Drift(root / slug, "missing", command, "sweep point"))
             continue
         try:
             manifest = Manifest.read(manifest_path)
@@ -164,12 +166,12 @@ def _check_sweep_index(index_path: Path) -> list[Finding]:
             continue  # check_folder reports it
         if list(manifest.overrides) != overrides:
             findings.append(
-                Finding(root / slug, "changed", command, "point compiled from other overrides")
+                Drift(root / slug, "changed", command, "point compiled from other overrides")
             )
     for manifest_path in sorted(root.glob(f"*/{MANIFEST_NAME}")):
         if manifest_path.parent.name not in index["points"]:
             findings.append(
-                Finding(
+                Drift(
                     manifest_path.parent, "orphaned", command, "sweep point no longer in the sweep"
                 )
             )

@@ -2,8 +2,9 @@
 
 Hydra's own search-path order lets a packaged option win over a user's option of the same name
 (`hydra.searchpath` entries are appended after the primary config's directory), so user
-directories are placed *before* the packaged tree here. This module and `sweep.py` (Hydra's
-sweep grammar) are the only ones that touch Hydra.
+directories are placed *before* the packaged tree here. This is the only module that touches
+Hydra: composition, and the split of a sweep's overrides into points (`Composer.sweep_grid`, which
+`sweep.py` builds named points from).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -32,6 +34,15 @@ from nsysgen.resources import CONF_DIR
 
 GROUPS = ("cluster", "workload", "capture", "target", "nsight", "experiment")
 PRIMARY_CONFIG = "config"
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """Hydra's Cartesian product of sweep overrides (`key=a,b`, range(), glob(), groups)."""
+
+    fixed: tuple[str, ...]  # the overrides that are not swept, as written
+    swept_keys: tuple[str, ...]  # the keys of the swept overrides
+    points: tuple[tuple[str, ...], ...]  # the overrides of every point, in Hydra's order
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,19 @@ class Composer:
                     ) from None
             parsed += self._parsed[text]
         return parsed
+
+    def sweep_grid(self, overrides: Sequence[str]) -> SweepGrid:
+        """Every point of Hydra's sweep grammar over `overrides`."""
+        parsed = self.parse(overrides)
+        try:
+            batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0]
+        except HydraException as exc:
+            raise ComposeError(str(exc)) from None
+        return SweepGrid(
+            fixed=tuple(str(o.input_line) for o in parsed if not o.is_sweep_override()),
+            swept_keys=tuple(o.get_key_element() for o in parsed if o.is_sweep_override()),
+            points=tuple(tuple(batch) for batch in batches),
+        )
 
     def compose(
         self, overrides: Sequence[str], values: Mapping[str, Any] | None = None

@@ -15,6 +15,7 @@ from nsysgen.errors import Issue
 from nsysgen.model import Config
 from nsysgen.patch import PatchError, patch_source, unified_patch
 from nsysgen.render import render_template
+from nsysgen.workloads import ScriptSettings
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,12 @@ class TrainingPatch:
 def training_patch(config: Config) -> TrainingPatch | Issue | None:
     """The patch for the workload's own script, an Issue saying why there is none, or None
     when the setup has no script to patch."""
-    if config.capture.mode != "steps" or not config.workload.settings.get("source"):
-        return None
     settings = config.workload.settings
-    source_path = str(settings["source"])
+    if config.capture.mode != "steps" or not isinstance(settings, ScriptSettings):
+        return None
+    if not settings.source:
+        return None
+    source_path = settings.source
     field = f"workload.{config.workload.kind}.source"
     try:
         # newline="": CRLF files keep their line endings, so their patch applies.
@@ -45,7 +48,7 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
         )
     helper = render_template("common/_step_window_class.py.j2")
     try:
-        patched = patch_source(source, helper, settings["loop_line"], settings["step_expr"])
+        patched = patch_source(source, helper, settings.loop_line, settings.step_expr)
     except PatchError as error:
         if error.setting is not None:
             field = f"workload.{config.workload.kind}.{error.setting}"

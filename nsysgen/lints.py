@@ -2,6 +2,8 @@
 
 They run on every compile (errors stop it with exit 2, warnings print) and `nsysgen plan` lists
 them. Each looks at the config and at the plan: what every task will really run and write.
+`CORE_LINTS` hold for every target; a target adds its own (`Target.lints`), and `all_lints()` is
+the one table of both.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING
 
-from nsysgen.model import Config
+from nsysgen.model import Config, Severity
 from nsysgen.overhead import THRESHOLD_PERCENT
 from nsysgen.plan import ProfilePlan
 from nsysgen.secrets import find_secrets
 
-Severity = Literal["error", "warning", "off"]
+if TYPE_CHECKING:
+    from nsysgen.targets.base import Target
 
 
 @dataclass(frozen=True)
@@ -137,10 +140,9 @@ def _outside_shared_fs(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
 def _tmpdir_in_containers(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     # The generated files give nsys an exec-able TMPDIR in containers; a TMPDIR the config sets
     # under /tmp or /dev/shm takes that back where those are mounted noexec.
-    pyxis = config.cluster.container_runtime == "pyxis" and config.workload.container_image
     tmpdir = dict(config.cluster.env).get("TMPDIR", "").rstrip("/")
     noexec = any(tmpdir == d or tmpdir.startswith(d + "/") for d in ("/tmp", "/dev/shm"))
-    if (config.target.name == "eks" or pyxis) and noexec:
+    if plan.in_container and noexec:
         yield (
             "cluster.env.TMPDIR",
             f"nsys stages its injection libraries in TMPDIR ({tmpdir}); a container's /tmp and "
@@ -157,12 +159,9 @@ def _unset_variables(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, s
             if f"%q{{{name}}}" in config.capture.report_dir
             else "capture.report_name"
         )
-        if name == "HOSTNAME" and config.target.name == "slurm":
-            yield (
-                path,
-                "%q{HOSTNAME} is the batch host in every Slurm task, "
-                "not the node that runs it (allowed: %q{SLURMD_NODENAME})",
-            )
+        misleading = dict(plan.misleading_vars)
+        if name in misleading:
+            yield (path, misleading[name])
         elif name not in plan.env_vars:
             yield (
                 path,
@@ -181,18 +180,6 @@ def _secrets(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
         )
 
 
-def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    if config.target.name != "slurm" or config.cluster.slurm_platform != "hyperpod":
-        return
-    if config.cluster.slurm_gres:
-        yield (
-            "cluster.slurm.gres",
-            "HyperPod clusters reject --gres=gpu unless GPU GRES was enabled on them",
-        )
-    if config.cluster.slurm_mpi == "pmix":
-        yield ("cluster.slurm.mpi", "HyperPod clusters reject --mpi=pmix unless pmix was enabled")
-
-
 def _slows_the_job(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     slowdown = plan.slowdown
     if plan.world_size > 1 and slowdown.job_percent > THRESHOLD_PERCENT:
@@ -204,7 +191,7 @@ def _slows_the_job(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str
         )
 
 
-LINTS: tuple[Lint, ...] = (
+CORE_LINTS: tuple[Lint, ...] = (
     Lint(
         "NSG001",
         "EFA / GPU metrics collectors on more than one rank of a node",
@@ -276,13 +263,6 @@ LINTS: tuple[Lint, ...] = (
         _secrets,
     ),
     Lint(
-        "NSG011",
-        "`--gres` / `--mpi=pmix` on HyperPod (`cluster.slurm.platform=hyperpod`)",
-        "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
-        "error",
-        _hyperpod_flags,
-    ),
-    Lint(
         "NSG012",
         "recording is expected to slow a multi-rank job by more than 2 % outside the window",
         "record fewer ranks, start the window early and end the job after it, or capture the "
@@ -291,22 +271,30 @@ LINTS: tuple[Lint, ...] = (
         _slows_the_job,
     ),
 )
-LINT_BY_ID = {lint.id: lint for lint in LINTS}
 
 
-def run_lints(config: Config, plan: ProfilePlan) -> list[Finding]:
+def all_lints() -> tuple[Lint, ...]:
+    """Every lint, the core ones and every target's own, by ID."""
+    from nsysgen.targets import TARGETS  # targets import Lint from here
+
+    own = (lint for target in TARGETS.values() for lint in target.lints)
+    return tuple(sorted((*CORE_LINTS, *own), key=lambda lint: lint.id))
+
+
+def run_lints(config: Config, plan: ProfilePlan, target: Target) -> list[Finding]:
+    """The core lints and the target's own, in ID order."""
     findings = []
-    for lint in LINTS:
+    for lint in sorted((*CORE_LINTS, *target.lints), key=lambda lint: lint.id):
         severity = config.lints.severity.get(lint.id, lint.severity)
         if severity == "off":
             continue
         for path, message in lint.check(config, plan):
-            findings.append(Finding(lint.id, severity, path, message, lint.fix))  # type: ignore[arg-type]
+            findings.append(Finding(lint.id, severity, path, message, lint.fix))
     return findings
 
 
 def markdown_table() -> str:
     """The README's lint table, from this registry (a test keeps the README in step)."""
     rows = ["| ID | problem | default |", "|---|---|---|"]
-    rows += [f"| {lint.id} | {lint.title} | {lint.severity} |" for lint in LINTS]
+    rows += [f"| {lint.id} | {lint.title} | {lint.severity} |" for lint in all_lints()]
     return "\n".join(rows)

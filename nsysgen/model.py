@@ -1,18 +1,45 @@
 """model: a validated config dict -> typed, frozen objects.
 
 The schema has already checked shapes and types, so this module only converts; plan and render
-code use attributes, never dict keys.
+code use attributes, never dict keys. The `workload.<kind>` and `target` blocks are typed by
+their plug-ins (`nsysgen.workloads.WORKLOADS`, `nsysgen.targets.TARGETS`): each kind has its own
+frozen settings dataclass, a subclass of `WorkloadSettings` / `TargetSettings`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from nsysgen.inputs import TrainingPatch
 
 RankPolicy = Literal["one_per_node", "all"]
+Launch = Literal["per_gpu", "per_node"]
+CaptureMode = Literal["window", "steps", "nvtx"]
+Severity = Literal["error", "warning", "off"]
+Block = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class WorkloadSettings:
+    """The `workload.<kind>` block; each workload kind subclasses it (nsysgen/workloads.py)."""
+
+
+@dataclass(frozen=True)
+class TargetSettings:
+    """The `target` block less its name; each target subclasses it (nsysgen/targets/)."""
+
+
+_S = TypeVar("_S", bound=WorkloadSettings | TargetSettings)
+
+
+def settings_as(settings: WorkloadSettings | TargetSettings, kind: type[_S]) -> _S:
+    """The settings of a block as the plug-in that reads them types them."""
+    if not isinstance(settings, kind):
+        raise TypeError(f"{type(settings).__name__} settings read as {kind.__name__}")
+    return settings
 
 
 @dataclass(frozen=True)
@@ -41,16 +68,16 @@ class Cluster:
 class Workload:
     name: str
     kind: str
-    launch: str
+    launch: Launch
     container_image: str | None
-    settings: dict[str, Any]  # the block named after `kind` (nccl, nemo, fsdp, python)
+    settings: WorkloadSettings  # the block named after `kind` (nccl, nemo, fsdp, python)
     step_seconds: float  # assumptions for size estimates (workload.estimate)
     kernels_per_second: float
 
 
 @dataclass(frozen=True)
 class Capture:
-    mode: str
+    mode: CaptureMode
     ranks: tuple[int, ...] | RankPolicy
     trace: tuple[str, ...]
     sample: str
@@ -89,9 +116,9 @@ class Nsight:
 
 
 @dataclass(frozen=True)
-class Target:
+class TargetConfig:
     name: str
-    settings: dict[str, Any]
+    settings: TargetSettings
 
 
 @dataclass(frozen=True)
@@ -102,7 +129,7 @@ class Job:
 
 @dataclass(frozen=True)
 class Lints:
-    severity: dict[str, str]
+    severity: dict[str, Severity]
     max_profiled_ranks: int
 
 
@@ -111,7 +138,7 @@ class Config:
     cluster: Cluster
     workload: Workload
     capture: Capture
-    target: Target
+    target: TargetConfig
     nsight: Nsight
     job: Job
     output_dir: str
@@ -132,71 +159,19 @@ class Config:
 
 def from_dict(data: dict[str, Any]) -> Config:
     """Convert a schema-valid composed config into typed objects."""
-    c, w, cap, n = data["cluster"], data["workload"], data["capture"], data["nsight"]
-    ranks = cap["ranks"]
+    # The registries import this module for Config: look them up when a config is typed.
+    from nsysgen.targets import TARGETS
+    from nsysgen.workloads import WORKLOADS
+
+    workload, target = data["workload"], data["target"]
     return Config(
-        cluster=Cluster(
-            name=c["name"],
-            instance_type=c["instance_type"],
-            gpu_model=c["gpu_model"],
-            gpus_per_node=c["gpus_per_node"],
-            efa_devices=c["efa_devices"],
-            nodes=c["nodes"],
-            partition=c["partition"],
-            shared_fs=c["shared_fs"],
-            nsight_root=c["nsight_root"].rstrip("/"),
-            container_runtime=c["container_runtime"],
-            slurm_platform=c["slurm"]["platform"],
-            slurm_gres=c["slurm"]["gres"],
-            slurm_mpi=c["slurm"]["mpi"],
-            env=tuple(sorted(c["env"].items())),
+        cluster=cluster_from(data["cluster"]),
+        workload=workload_from(
+            workload, WORKLOADS[workload["kind"]].settings(workload[workload["kind"]])
         ),
-        workload=Workload(
-            name=w["name"],
-            kind=w["kind"],
-            launch=w["launch"],
-            container_image=w["container_image"],
-            settings=w[w["kind"]],
-            step_seconds=float(w["estimate"]["step_seconds"]),
-            kernels_per_second=float(w["estimate"]["kernels_per_second"]),
-        ),
-        capture=Capture(
-            mode=cap["mode"],
-            ranks=tuple(ranks) if isinstance(ranks, list) else ranks,
-            trace=tuple(cap["trace"]),
-            sample=cap["sample"],
-            cpuctxsw=cap["cpuctxsw"],
-            efa_metrics=cap["efa_metrics"],
-            gpu_metrics=cap["gpu_metrics"],
-            report_dir=cap["report_dir"].rstrip("/") or "/",
-            report_name=cap["report_name"],
-            recipes=cap["recipes"] if cap["recipes"] == "auto" else tuple(cap["recipes"]),
-            pace_kernels=tuple(cap["pace_kernels"]),
-            extra_args=tuple(cap["extra_args"]),
-            delay=cap.get("delay"),
-            duration=cap.get("duration"),
-            first_step=cap.get("first_step"),
-            last_step=cap.get("last_step"),
-            nvtx_range=cap.get("nvtx_range"),
-            nvtx_domain=cap.get("nvtx_domain"),
-        ),
-        target=Target(name=data["target"]["name"], settings=data["target"]),
-        nsight=Nsight(
-            version=n["version"],
-            full_version=n["full_version"],
-            install_method=n["install"]["method"],
-            install_urls=tuple(n["install"]["urls"]),
-            package_prefix=n["install"]["package_prefix"],
-            create_dirs=tuple(n["install"]["create_dirs"]),
-            nsys_relpath=n["layout"]["nsys"],
-            importer_relpath=n["layout"]["importer"],
-            plugins={name: tuple(flags) for name, flags in n["plugins"].items()},
-            gpu_metrics_flag=n["gpu_metrics"]["flag"],
-            gpu_metrics_node_value=n["gpu_metrics"]["node_value"],
-            cuda_event_trace=n["switches"]["cuda_event_trace"],
-            trace_values=tuple(n["trace_values"]),
-            recipes=tuple(n["recipes"]),
-        ),
+        capture=capture_from(data["capture"]),
+        target=TargetConfig(name=target["name"], settings=TARGETS[target["name"]].settings(target)),
+        nsight=nsight_from(data["nsight"]),
         job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
         output_dir=data["output_dir"],
         lints=Lints(
@@ -204,4 +179,78 @@ def from_dict(data: dict[str, Any]) -> Config:
             max_profiled_ranks=data["lints"]["max_profiled_ranks"],
         ),
         values=data,
+    )
+
+
+def cluster_from(c: Block) -> Cluster:
+    return Cluster(
+        name=c["name"],
+        instance_type=c["instance_type"],
+        gpu_model=c["gpu_model"],
+        gpus_per_node=c["gpus_per_node"],
+        efa_devices=c["efa_devices"],
+        nodes=c["nodes"],
+        partition=c["partition"],
+        shared_fs=c["shared_fs"],
+        nsight_root=c["nsight_root"].rstrip("/"),
+        container_runtime=c["container_runtime"],
+        slurm_platform=c["slurm"]["platform"],
+        slurm_gres=c["slurm"]["gres"],
+        slurm_mpi=c["slurm"]["mpi"],
+        env=tuple(sorted(c["env"].items())),
+    )
+
+
+def workload_from(w: Block, settings: WorkloadSettings) -> Workload:
+    return Workload(
+        name=w["name"],
+        kind=w["kind"],
+        launch=w["launch"],
+        container_image=w["container_image"],
+        settings=settings,
+        step_seconds=float(w["estimate"]["step_seconds"]),
+        kernels_per_second=float(w["estimate"]["kernels_per_second"]),
+    )
+
+
+def capture_from(cap: Block) -> Capture:
+    ranks = cap["ranks"]
+    return Capture(
+        mode=cap["mode"],
+        ranks=tuple(ranks) if isinstance(ranks, list) else ranks,
+        trace=tuple(cap["trace"]),
+        sample=cap["sample"],
+        cpuctxsw=cap["cpuctxsw"],
+        efa_metrics=cap["efa_metrics"],
+        gpu_metrics=cap["gpu_metrics"],
+        report_dir=cap["report_dir"].rstrip("/") or "/",
+        report_name=cap["report_name"],
+        recipes=cap["recipes"] if cap["recipes"] == "auto" else tuple(cap["recipes"]),
+        pace_kernels=tuple(cap["pace_kernels"]),
+        extra_args=tuple(cap["extra_args"]),
+        delay=cap.get("delay"),
+        duration=cap.get("duration"),
+        first_step=cap.get("first_step"),
+        last_step=cap.get("last_step"),
+        nvtx_range=cap.get("nvtx_range"),
+        nvtx_domain=cap.get("nvtx_domain"),
+    )
+
+
+def nsight_from(n: Block) -> Nsight:
+    return Nsight(
+        version=n["version"],
+        full_version=n["full_version"],
+        install_method=n["install"]["method"],
+        install_urls=tuple(n["install"]["urls"]),
+        package_prefix=n["install"]["package_prefix"],
+        create_dirs=tuple(n["install"]["create_dirs"]),
+        nsys_relpath=n["layout"]["nsys"],
+        importer_relpath=n["layout"]["importer"],
+        plugins={name: tuple(flags) for name, flags in n["plugins"].items()},
+        gpu_metrics_flag=n["gpu_metrics"]["flag"],
+        gpu_metrics_node_value=n["gpu_metrics"]["node_value"],
+        cuda_event_trace=n["switches"]["cuda_event_trace"],
+        trace_values=tuple(n["trace_values"]),
+        recipes=tuple(n["recipes"]),
     )

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from nsysgen.model import Config
 
-# SLURMD_NODENAME is the node that runs the task; HOSTNAME is the batch host for every task
-# , so it must never name a report.
-_PER_GPU_SUFFIX = (
-    "_job%q{SLURM_JOB_ID}_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
-)
-# With one torchrun per node, SLURM_PROCID is the node index and the report holds every GPU.
-_PER_NODE_SUFFIX = "_job%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}_allgpus"
+# Switches of capture.extra_args that start node-wide collectors.
+COLLECTOR_FLAGS = ("--enable", "--gpu-metrics-device", "--gpu-metrics-devices")
 
 
-def report_output(config: Config) -> str:
-    """The -o value: unique per job, rank and node; nsys appends .nsys-rep."""
-    if config.capture.report_name:
-        return f"{config.capture.report_dir}/{config.capture.report_name}"
-    suffix = _PER_GPU_SUFFIX if config.workload.launch == "per_gpu" else _PER_NODE_SUFFIX
-    return f"{config.capture.report_dir}/{config.job.name}{suffix}"
+def report_path(config: Config, default_name: str) -> str:
+    """The -o value: capture.report_name if set, else the target's default name, in report_dir."""
+    name = config.capture.report_name or default_name
+    return f"{config.capture.report_dir}/{name}"
+
+
+def extra_collectors(config: Config) -> bool:
+    """Whether capture.extra_args start collectors in every recorded task."""
+    return any(a.split("=")[0] in COLLECTOR_FLAGS for a in config.capture.extra_args)
 
 
 def window_args(config: Config) -> list[str]:
@@ -46,11 +44,9 @@ def window_args(config: Config) -> list[str]:
     ]
 
 
-def profile_args(config: Config, output: str | None = None) -> list[str]:
-    """Switches common to every recorded rank (collectors come from collector_args).
-
-    `output` replaces the Slurm report name (the EKS injector has its own placeholders).
-    """
+def profile_args(config: Config, output: str) -> list[str]:
+    """Switches common to every recorded rank (collectors come from collector_args); `output`
+    is the target's report name (Target.report_output)."""
     capture = config.capture
     args = [
         f"--trace={','.join(capture.trace)}",
@@ -60,7 +56,6 @@ def profile_args(config: Config, output: str | None = None) -> list[str]:
     ]
     if config.nsight.cuda_event_trace and "cuda" in capture.trace:
         args.append("--cuda-event-trace=false")
-    output = report_output(config) if output is None else output
     args += ["--force-overwrite=true", f"--output={output}", *capture.extra_args]
     return args
 

@@ -56,14 +56,15 @@ def build_config(
     if issues:
         raise InvalidConfig(issues, composed.choices, composed.sources)
     config = model.from_dict(composed.data)
-    issues = semantic_issues(config) + list(TARGETS[config.target.name].checks(config))
+    target = TARGETS[config.target.name]
+    issues = semantic_issues(config) + list(target.checks(config))
     patch = training_patch(config) if not issues else None
     if isinstance(patch, Issue):
         issues.append(patch)
     elif patch is not None:
         config = dataclasses.replace(config, training_patch=patch)
-    plan = build_plan(config)
-    findings = run_lints(config, plan)
+    plan = build_plan(config, target)
+    findings = run_lints(config, plan, target)
     if stop_on_lint_errors:
         issues += [
             Issue(f.path, f"[{f.lint}] {f.message}") for f in findings if f.severity == "error"
@@ -79,8 +80,8 @@ def compile_config(
 ) -> Compiled:
     """Everything one output folder holds, in memory. `root` is the working directory relative
     to the folder; the manifest records it only when the compile read paths relative to it."""
-    config, _, warnings = build_config(composed)
-    specs = TARGETS[config.target.name].plan(config)
+    config, plan, warnings = build_config(composed)
+    specs = TARGETS[config.target.name].artifacts(config, plan)
     files = render(specs, command)
     overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
     patch = config.training_patch

@@ -1,71 +1,30 @@
 """What a profile will do, before the job runs: the facts `nsysgen plan` shows and lints check.
 
 Everything here is computed from the config, per task of the job (a rank, or a node with one
-torchrun per node, or a pod on EKS), with the same code the artifacts are rendered from.
+torchrun per node, or a pod), with the same code the artifacts are rendered from: the target
+(nsysgen/targets/) says which tasks record and what their reports are named.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nsysgen import nsys_cmd
 from nsysgen.estimate import SizeEstimate, estimate_report_size
 from nsysgen.model import Config
 from nsysgen.overhead import SlowdownEstimate, estimate_slowdown
-from nsysgen.ranks import iter_tasks, select, tasks_per_node
-from nsysgen.targets import eks
 
-# Variables Slurm sets in every task. HOSTNAME is set too, but
-# to the batch host for every task, so it is modelled as such.
-SLURM_TASK_VARS = frozenset(
-    {
-        "SLURM_PROCID",
-        "SLURM_LOCALID",
-        "SLURM_NODEID",
-        "SLURM_JOB_ID",
-        "SLURM_STEP_ID",
-        "SLURM_NTASKS",
-        "SLURM_STEP_NUM_TASKS",
-        "SLURM_JOB_NUM_NODES",
-        "SLURM_NNODES",
-        "SLURM_STEP_NUM_NODES",
-        "SLURM_STEP_TASKS_PER_NODE",
-        "SLURM_TASKS_PER_NODE",
-        "SLURMD_NODENAME",
-        "SLURM_JOB_NODELIST",
-        "SLURM_GPUS_ON_NODE",
-        "SLURM_STEP_GPUS",
-        "SLURM_JOB_NAME",
-        "SLURM_SUBMIT_DIR",
-        "CUDA_VISIBLE_DEVICES",
-        "HOSTNAME",
-        "SLURM_NTASKS_PER_NODE",
-    }
-)
-# What the training operator and the kubelet set in a PyTorchJob pod.
-EKS_POD_VARS = frozenset(
-    {
-        "HOSTNAME",
-        "PET_NNODES",
-        "PET_NODE_RANK",
-        "PET_MASTER_ADDR",
-        "PET_MASTER_PORT",
-        "PET_NPROC_PER_NODE",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "WORLD_SIZE",
-        "RANK",
-    }
-)
+if TYPE_CHECKING:
+    from nsysgen.targets.base import Target
+
 _PLACEHOLDER = re.compile(r"%q\{([^}]*)\}|%[hpn%]")
-_COLLECTOR_FLAGS = ("--enable", "--gpu-metrics-device", "--gpu-metrics-devices")
 
 
 @dataclass(frozen=True)
 class RecordedTask:
-    task: int  # global rank (per GPU), node index (per node), or pod index (EKS)
+    task: int  # global rank (per GPU), node index (per node), or pod index
     node: int
     local: int
     report: str  # the report path as nsys will name it (without .nsys-rep)
@@ -82,6 +41,8 @@ class ProfilePlan:
     profile_args: tuple[str, ...]  # of a recorded task without collectors
     collector_args: tuple[str, ...]
     env_vars: frozenset[str]  # the variables a task's environment holds
+    misleading_vars: tuple[tuple[str, str], ...]  # set, but must not name a report: (name, why)
+    in_container: bool  # the program and nsys run in a container
     window: str
     window_end_s: float | None  # seconds after launch, when known
     time_limit_s: int
@@ -95,9 +56,6 @@ class ProfilePlan:
         extra = self.collector_args if first and first.collectors else ()
         return ("nsys", "profile", *self.profile_args, *extra, "<program>")
 
-    def node_reports(self, node: int) -> list[RecordedTask]:
-        return [r for r in self.recorded if r.node == node]
-
 
 def expand_name(template: str, env: dict[str, str], host: str, pid: str) -> str:
     """nsys's -o placeholders: %q{VAR} (left as is when unset), %h, %p, %n, %%."""
@@ -109,22 +67,6 @@ def expand_name(template: str, env: dict[str, str], host: str, pid: str) -> str:
         return {"%h": host, "%p": pid, "%n": "1", "%%": "%"}[text]
 
     return _PLACEHOLDER.sub(replace, template)
-
-
-def _slurm_env(config: Config, task: int, node: int, local: int) -> dict[str, str]:
-    env = {name: f"<{name}>" for name in SLURM_TASK_VARS}
-    env.update(
-        {
-            "SLURM_PROCID": str(task),
-            "SLURM_LOCALID": str(local),
-            "SLURM_NODEID": str(node),
-            "SLURM_JOB_ID": "<jobid>",
-            "SLURMD_NODENAME": f"<host{node}>",
-            "HOSTNAME": "<host0>",  # the batch host, in every task
-        }
-    )
-    env.update(dict(config.cluster.env))
-    return env
 
 
 def _window(config: Config) -> tuple[str, float | None]:
@@ -147,62 +89,20 @@ def _window(config: Config) -> tuple[str, float | None]:
     return f"the first NVTX range {capture.nvtx_range}{domain}", None
 
 
-def _recorded_slurm(config: Config) -> Iterator[RecordedTask]:
-    selection = select(config)
-    template = nsys_cmd.report_output(config)
-    has_collectors = bool(nsys_cmd.collector_args(config))
-    extra_collectors = any(a.split("=")[0] in _COLLECTOR_FLAGS for a in config.capture.extra_args)
-    for task, node, local in iter_tasks(config):
-        if not selection.profiled.contains(task, local):
-            continue
-        env = _slurm_env(config, task, node, local)
-        name = expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
-        collectors = extra_collectors or (
-            has_collectors and selection.collectors.contains(task, local)
-        )
-        yield RecordedTask(task, node, local, name, collectors)
-
-
-def _recorded_eks(config: Config) -> Iterator[RecordedTask]:
-    labelled = eks.profiled_replicas(config)
-    template = eks.report_output(config)
-    for node in range(config.cluster.nodes):
-        replica = "Master" if node == 0 else "Worker"
-        if replica not in labelled:
-            continue
-        pod = f"{config.job.name}-{replica.lower()}-{0 if node == 0 else node - 1}"
-        injector = {
-            "{PROCESS_NAME}": "python3",
-            "{NVDT_PROCESS_NAME}": "python3",
-            "%{POD_FULLNAME}": f"{config.target.settings['namespace']}_{pod}",
-            "%{NVDT_POD_FULLNAME}": f"{config.target.settings['namespace']}_{pod}",
-            "%{CONTAINER_NAME}": "pytorch",
-            "%{NVDT_CONTAINER_NAME}": "pytorch",
-            "{TIMESTAMP}": "<ms>",
-            "{UID}": "<uid>",
-        }
-        name = template
-        for placeholder, value in injector.items():
-            name = name.replace(placeholder, value)
-        name = expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
-        yield RecordedTask(node, node, 0, name, bool(nsys_cmd.collector_args(config)))
-
-
-def build_plan(config: Config) -> ProfilePlan:
-    on_eks = config.target.name == "eks"
-    recorded = tuple(_recorded_eks(config) if on_eks else _recorded_slurm(config))
+def build_plan(config: Config, target: Target) -> ProfilePlan:
+    """The plan of a config on its target; computed once per compile and handed to the target."""
+    recorded = tuple(target.recorded(config))
     window, window_end = _window(config)
-    per_node = 1 if on_eks else tasks_per_node(config)
-    env_vars = (EKS_POD_VARS if on_eks else SLURM_TASK_VARS) | {n for n, _ in config.cluster.env}
+    per_node = target.tasks_per_node(config)
+    env_vars = target.variables | {n for n, _ in config.cluster.env}
     if config.workload.launch == "per_gpu":
         launch = f"one task per GPU: {per_node} tasks per node, a task is a global rank"
     else:
-        unit = "pod" if on_eks else "task"
         launch = (
-            f"one torchrun per node: 1 {unit} per node driving {config.cluster.gpus_per_node}"
-            f" GPUs; a report covers the whole node"
+            f"one torchrun per node: 1 {target.unit} per node driving "
+            f"{config.cluster.gpus_per_node} GPUs; a report covers the whole node"
         )
-    profile = nsys_cmd.profile_args(config, output=eks.report_output(config) if on_eks else None)
+    profile = nsys_cmd.profile_args(config, output=target.report_output(config))
     return ProfilePlan(
         world_size=config.cluster.world_size,
         nodes=config.cluster.nodes,
@@ -212,6 +112,8 @@ def build_plan(config: Config) -> ProfilePlan:
         profile_args=tuple(profile),
         collector_args=tuple(nsys_cmd.collector_args(config)),
         env_vars=frozenset(env_vars),
+        misleading_vars=tuple(sorted(target.misleading_variables.items())),
+        in_container=target.in_container(config),
         window=window,
         window_end_s=window_end,
         time_limit_s=config.job.time_limit_min * 60,

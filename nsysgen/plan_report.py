@@ -7,7 +7,7 @@ import shlex
 from dataclasses import asdict
 from typing import Any
 
-from nsysgen.lints import LINTS, Finding
+from nsysgen.lints import Finding, all_lints
 from nsysgen.model import Config
 from nsysgen.plan import ProfilePlan
 
@@ -137,7 +137,7 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
     for finding in findings:
         lines.append(f"  {finding.severity:<7} {finding.lint} {finding.path}: {finding.message}")
         lines.append(f"          fix: {finding.fix}")
-    passed = [lint.id for lint in LINTS if lint.id not in fired]
+    passed = [lint.id for lint in all_lints() if lint.id not in fired]
     lines.append(f"  passed: {', '.join(passed)}")
     return "\n".join(lines)
 

@@ -7,9 +7,7 @@ import re
 from dataclasses import dataclass
 
 from nsysgen.model import Config
-
-# Workloads whose ranks talk through NCCL (the python kind may or may not).
-_NCCL_WORKLOADS = ("nccl", "nemo", "fsdp")
+from nsysgen.workloads import workload_kind
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,7 @@ def _fitting(config: Config) -> list[str]:
         ]
     if cuda and nvtx:
         picks.append("nvtx_gpu_proj_sum")
-    if cuda and config.workload.kind in _NCCL_WORKLOADS:
+    if cuda and workload_kind(config).uses_nccl:
         picks += ["nccl_sum", "nccl_gpu_time_util_map"]
     if config.capture.gpu_metrics:
         picks.append("gpu_metric_util_map")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
+from nsysgen.workloads import workload_kind
 
 Check = Callable[[Config], Iterator[Issue]]
 
@@ -30,9 +31,6 @@ _OWNED_SWITCHES = (
 )
 # Recipes with required arguments (a kernel or range name, two inputs).
 _RECIPES_NEEDING_ARGUMENTS = ("cuda_gpu_kern_pace", "nvtx_pace", "nvtx_gpu_proj_pace", "diff")
-
-# Workloads that start/stop capture themselves through cudaProfilerStart/Stop.
-_STEP_CAPABLE = ("nemo", "fsdp", "python")
 
 
 def _ranks_in_world(config: Config) -> Iterator[Issue]:
@@ -82,7 +80,7 @@ def _step_window(config: Config) -> Iterator[Issue]:
             f"first step {first} is after last step {last} "
             f"(allowed: first_step <= last_step; both steps are recorded)",
         )
-    if config.workload.kind not in _STEP_CAPABLE:
+    if not workload_kind(config).step_capture:
         yield Issue(
             "capture.mode",
             f"workload {config.workload.name} ({config.workload.kind}) has no training steps that "
@@ -101,6 +99,17 @@ _MODE_SETTINGS = {
     "steps": ("first_step", "last_step"),
     "nvtx": ("nvtx_range", "nvtx_domain"),
 }
+
+
+def _launch_supported(config: Config) -> Iterator[Issue]:
+    workload = config.workload
+    launches = workload_kind(config).launches
+    if workload.launch not in launches:
+        yield Issue(
+            "workload.launch",
+            f"workload kind {workload.kind} does not run {workload.launch} "
+            f"(allowed: {', '.join(launches)})",
+        )
 
 
 def _settings_of_other_modes(config: Config) -> Iterator[Issue]:
@@ -176,6 +185,7 @@ CHECKS: tuple[Check, ...] = (
     _ranks_in_world,
     _collectors_supported,
     _step_window,
+    _launch_supported,
     _settings_of_other_modes,
     _nvtx_traced,
     _known_to_version,

@@ -18,9 +18,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.errors import HydraException
-
 from nsysgen.compose import Composer
 from nsysgen.errors import ComposeError
 
@@ -73,12 +70,8 @@ def expand(composer: Composer, args: Sequence[str]) -> Sweep:
     """Every point of a sweep, in a stable order (Hydra's order, then paired dimensions)."""
     paired = [a for a in args if _PAIRED.match(a)]
     plain = [a for a in args if not _PAIRED.match(a)]
-    parsed = composer.parse(plain)
-    swept_keys = [o.get_key_element() for o in parsed if o.is_sweep_override()]
-    try:
-        batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0]
-    except HydraException as exc:
-        raise ComposeError(str(exc)) from None
+    grid = composer.sweep_grid(plain)
+    swept_keys, batches = grid.swept_keys, grid.points
     dimensions = [_paired_dimension(a) for a in paired]
     points = []
     for batch in batches:
@@ -98,5 +91,4 @@ def expand(composer: Composer, args: Sequence[str]) -> Sweep:
     duplicates = sorted({s for s in slugs if slugs.count(s) > 1})
     if duplicates:
         raise ComposeError(f"sweep points share folder names: {', '.join(duplicates)}")
-    fixed = tuple(str(o.input_line) for o in parsed if not o.is_sweep_override())
-    return Sweep(fixed=fixed, points=tuple(points))
+    return Sweep(fixed=grid.fixed, points=tuple(points))

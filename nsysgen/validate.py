@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, cast
 
@@ -101,8 +101,29 @@ def schema_issues(data: dict[str, Any]) -> list[Issue]:
         issues.extend(_issues_from(error))
     for name in _root_schema()["properties"]:
         if name in data:
-            issues += _block_issues(name, json.dumps(data[name], sort_keys=True))
+            own = _own_target_schema(data[name]) if name == "target" else None
+            if own is not None:
+                issues += _issues_against(own, name, data[name])
+            else:
+                issues += _block_issues(name, json.dumps(data[name], sort_keys=True))
     return sorted(set(issues))
+
+
+def _own_target_schema(block: Any) -> Mapping[str, Any] | None:
+    """The schema a registered target ships for its block (None: schemas/target.schema.json)."""
+    from nsysgen.targets import TARGETS  # targets import the model, which this precedes
+
+    name = block.get("name") if isinstance(block, dict) else None
+    target = TARGETS.get(name) if isinstance(name, str) else None
+    return target.schema if target is not None else None
+
+
+def _issues_against(schema: Mapping[str, Any], name: str, block: Any) -> list[Issue]:
+    return [
+        Issue(f"{name}.{issue.path}" if issue.path != "<root>" else name, issue.message)
+        for error in _Validator(dict(schema)).iter_errors(block)
+        for issue in _issues_from(error, name)
+    ]
 
 
 def dotted(path: Sequence[str | int]) -> str:

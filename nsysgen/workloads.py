@@ -1,11 +1,19 @@
-"""The program each workload kind runs, and what its launch needs besides the command."""
+"""Workload kinds: one registry entry each (settings, program, what it can do), in `WORKLOADS`.
+
+A kind's entry says how its `workload.<kind>` block is typed, the program it runs, whether its
+steps can start and stop the capture (cudaProfilerStart/Stop), whether its ranks talk through
+NCCL, and which launch shapes it supports. Nothing outside this module names a workload kind
+(the EKS target runs torchrun jobs, and says so itself).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from nsysgen.model import Config
+from nsysgen.model import Block, Config, Launch, WorkloadSettings, settings_as
 from nsysgen.ranks import explicit_ranks
 
 
@@ -19,6 +27,64 @@ class ShellExpr(str):
 NEMO_OVERRIDES_FILE = "nemo-overrides.txt"
 WINDOW_HELPER_FILE = "nsysgen_window.py"
 PATCH_FILE = "training-loop.patch"
+
+
+@dataclass(frozen=True)
+class LaunchShell:
+    """What a launcher reads from the target's job at run time, as shell expressions."""
+
+    nnodes: str  # the number of nodes of the job
+    job_id: str  # an id unique to the job
+    head_node: str  # the host of the first node
+
+
+@dataclass(frozen=True)
+class NcclSettings(WorkloadSettings):
+    binary: str
+    build_dir: str
+    min_bytes: str
+    max_bytes: str
+    step_factor: int
+    iterations: int
+    check: int
+
+
+@dataclass(frozen=True)
+class NemoSettings(WorkloadSettings):
+    script: str
+    config_path: str
+    config_name: str
+    overrides: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScriptSettings(WorkloadSettings):
+    """A script the workload runs, whose source may be patched for capture=steps."""
+
+    script: str
+    args: tuple[str, ...]
+    source: str | None  # the script in this repository (nsysgen.inputs reads it)
+    loop_line: int | None
+    step_expr: str | None
+
+
+@dataclass(frozen=True)
+class FsdpSettings(ScriptSettings):
+    rdzv_port: int
+
+
+@dataclass(frozen=True)
+class PythonSettings(ScriptSettings):
+    interpreter: str
+
+
+def typed_block(kind: type[Any], block: Block) -> Any:
+    """A frozen settings dataclass from its schema-valid block (lists become tuples)."""
+    values = {}
+    for item in dataclasses.fields(kind):
+        value = block[item.name]
+        values[item.name] = tuple(value) if isinstance(value, list) else value
+    return kind(**values)
 
 
 @dataclass(frozen=True)
@@ -65,7 +131,7 @@ def window_ranks(config: Config) -> str:
 
 def nemo_overrides(config: Config) -> list[str]:
     """NeMo 1.x Hydra overrides: the workload's own, then model.nsys_profile for the window."""
-    overrides = list(config.workload.settings["overrides"])
+    overrides = list(settings_as(config.workload.settings, NemoSettings).overrides)
     capture = config.capture
     if capture.mode == "steps":
         ranks = ",".join(map(str, explicit_ranks(config)))
@@ -82,40 +148,40 @@ def nemo_overrides(config: Config) -> list[str]:
     return overrides
 
 
-def _nccl(config: Config) -> Program:
-    s = config.workload.settings
+def _nccl(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, NcclSettings)
     return Program(
         command=(
-            f"{s['build_dir']}/{s['binary']}",
+            f"{s.build_dir}/{s.binary}",
             "-b",
-            s["min_bytes"],
+            s.min_bytes,
             "-e",
-            s["max_bytes"],
+            s.max_bytes,
             "-f",
-            str(s["step_factor"]),
+            str(s.step_factor),
             # One GPU per task: the launch starts one task per GPU.
             "-g",
             "1",
             "-c",
-            str(s["check"]),
+            str(s.check),
             "-n",
-            str(s["iterations"]),
+            str(s.iterations),
         )
     )
 
 
-def _nemo(config: Config) -> Program:
-    s = config.workload.settings
+def _nemo(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, NemoSettings)
     return Program(
         command=(
             "python3",
             "-u",
-            s["script"],
-            f"--config-path={s['config_path']}",
-            f"--config-name={s['config_name']}",
+            s.script,
+            f"--config-path={s.config_path}",
+            f"--config-name={s.config_name}",
             ShellExpr("${nemo_overrides[@]}"),
         ),
-        files=(NEMO_OVERRIDES_FILE,),
+        files=_nemo_files(config),
     )
 
 
@@ -123,21 +189,22 @@ def _step_files(config: Config) -> tuple[str, ...]:
     """With capture=steps: a patch for the workload's own script, or the helper to use by hand."""
     if config.capture.mode != "steps":
         return ()
-    return (PATCH_FILE,) if config.workload.settings["source"] else (WINDOW_HELPER_FILE,)
+    source = settings_as(config.workload.settings, ScriptSettings).source
+    return (PATCH_FILE,) if source else (WINDOW_HELPER_FILE,)
 
 
-def _fsdp(config: Config) -> Program:
-    s = config.workload.settings
+def _fsdp(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, FsdpSettings)
     return Program(
         command=(
             "torchrun",
             f"--nproc_per_node={config.cluster.gpus_per_node}",
-            ShellExpr("--nnodes=${SLURM_JOB_NUM_NODES}"),
-            ShellExpr("--rdzv_id=${SLURM_JOB_ID}"),
+            ShellExpr(f"--nnodes={shell.nnodes}"),
+            ShellExpr(f"--rdzv_id={shell.job_id}"),
             "--rdzv_backend=c10d",
-            ShellExpr(f"--rdzv_endpoint=${{head_node}}:{s['rdzv_port']}"),
-            s["script"],
-            *s["args"],
+            ShellExpr(f"--rdzv_endpoint={shell.head_node}:{s.rdzv_port}"),
+            s.script,
+            *s.args,
         ),
         env=step_window_env(config),
         needs_head_node=True,
@@ -145,22 +212,87 @@ def _fsdp(config: Config) -> Program:
     )
 
 
-def _python(config: Config) -> Program:
-    s = config.workload.settings
+def _python(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, PythonSettings)
     return Program(
-        command=(s["interpreter"], s["script"], *s["args"]),
+        command=(s.interpreter, s.script, *s.args),
         env=step_window_env(config),
         files=_step_files(config),
     )
 
 
-PROGRAM_BY_KIND: dict[str, Callable[[Config], Program]] = {
-    "nccl": _nccl,
-    "nemo": _nemo,
-    "fsdp": _fsdp,
-    "python": _python,
+@dataclass(frozen=True)
+class WorkloadKind:
+    settings: Callable[[Block], WorkloadSettings]  # types the workload.<kind> block
+    program: Callable[[Config, LaunchShell], Program]
+    files: Callable[[Config], tuple[str, ...]]  # the Program's files, without building it
+    step_capture: bool  # its steps call cudaProfilerStart/Stop (capture=steps)
+    uses_nccl: bool  # its ranks talk through NCCL (the python kind may or may not)
+    launches: tuple[Launch, ...]  # the launch shapes it supports
+
+
+_EVERY_LAUNCH: tuple[Launch, ...] = ("per_gpu", "per_node")
+
+
+def _no_files(config: Config) -> tuple[str, ...]:
+    return ()
+
+
+def _nemo_files(config: Config) -> tuple[str, ...]:
+    return (NEMO_OVERRIDES_FILE,)
+
+
+def _typed(kind: type[WorkloadSettings]) -> Callable[[Block], WorkloadSettings]:
+    def parse(block: Block) -> WorkloadSettings:
+        settings: WorkloadSettings = typed_block(kind, block)
+        return settings
+
+    return parse
+
+
+WORKLOADS: dict[str, WorkloadKind] = {
+    "nccl": WorkloadKind(
+        settings=_typed(NcclSettings),
+        program=_nccl,
+        files=_no_files,
+        step_capture=False,
+        uses_nccl=True,
+        launches=_EVERY_LAUNCH,
+    ),
+    "nemo": WorkloadKind(
+        settings=_typed(NemoSettings),
+        program=_nemo,
+        files=_nemo_files,
+        step_capture=True,
+        uses_nccl=True,
+        launches=_EVERY_LAUNCH,
+    ),
+    "fsdp": WorkloadKind(
+        settings=_typed(FsdpSettings),
+        program=_fsdp,
+        files=_step_files,
+        step_capture=True,
+        uses_nccl=True,
+        launches=("per_node",),  # one torchrun per node (the schema says so too)
+    ),
+    "python": WorkloadKind(
+        settings=_typed(PythonSettings),
+        program=_python,
+        files=_step_files,
+        step_capture=True,
+        uses_nccl=False,
+        launches=_EVERY_LAUNCH,
+    ),
 }
 
 
-def program(config: Config) -> Program:
-    return PROGRAM_BY_KIND[config.workload.kind](config)
+def workload_kind(config: Config) -> WorkloadKind:
+    return WORKLOADS[config.workload.kind]
+
+
+def program(config: Config, shell: LaunchShell) -> Program:
+    return workload_kind(config).program(config, shell)
+
+
+def program_files(config: Config) -> tuple[str, ...]:
+    return workload_kind(config).files(config)

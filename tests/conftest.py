@@ -7,6 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -16,6 +17,13 @@ pytest_plugins = ["tests.realparts"]
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on the real Slurm cluster or nsys are end-to-end: out of the fast default tier."""
+    for item in items:
+        if item.get_closest_marker("slurm") or item.get_closest_marker("nsys"):
+            item.add_marker(pytest.mark.e2e)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,8 +41,14 @@ class CliResult:
     err: str
 
 
+class RunCli(Protocol):
+    """The `run_cli` fixture: `nsysgen ARGS` in this process."""
+
+    def __call__(self, *args: str) -> CliResult: ...
+
+
 @pytest.fixture
-def run_cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
     """Run `nsysgen ARGS` in this process (fast) and return exit code, stdout and stderr."""
 
     def run(*args: str) -> CliResult:

@@ -8,14 +8,12 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, CliResult
+from tests.conftest import REPO, CliResult, RunCli
 
-RunCli = Callable[..., CliResult]
 INSTALL_HINT = "pip install 'nsysgen[analyze]'"
 CALLS_IN_GPU_REPORT = 5 * 21
 
@@ -30,8 +28,11 @@ NCCL_TESTS_LOG = """\
 """
 
 
+Analysed = tuple[Path, CliResult]
+
+
 @pytest.fixture
-def analysed(tmp_path: Path, run_cli):  # type: ignore[no-untyped-def]
+def analysed(tmp_path: Path, run_cli: RunCli) -> Analysed:
     shutil.copy(GPU_SQLITE, tmp_path / GPU_SQLITE.name)
     log = tmp_path / "nccl-tests.log"
     log.write_text(NCCL_TESTS_LOG)
@@ -40,7 +41,7 @@ def analysed(tmp_path: Path, run_cli):  # type: ignore[no-untyped-def]
     return tmp_path / "analysis", result
 
 
-def test_calls_sizes_and_counts_match_what_the_program_did(analysed) -> None:  # type: ignore[no-untyped-def]
+def test_calls_sizes_and_counts_match_what_the_program_did(analysed: Analysed) -> None:
     out, _ = analysed
     with (out / "nccl_calls.csv").open() as handle:
         calls = list(csv.DictReader(handle))
@@ -55,7 +56,7 @@ def test_calls_sizes_and_counts_match_what_the_program_did(analysed) -> None:  #
     assert {size: sized.count(size) for size in SIZES} == dict.fromkeys(SIZES, 20)
 
 
-def test_size_summary_and_that_big_messages_take_longer(analysed) -> None:  # type: ignore[no-untyped-def]
+def test_size_summary_and_that_big_messages_take_longer(analysed: Analysed) -> None:
     out, result = analysed
     with (out / "nccl_by_size.csv").open() as handle:
         rows = {r["size"]: r for r in csv.DictReader(handle)}
@@ -64,7 +65,7 @@ def test_size_summary_and_that_big_messages_take_longer(analysed) -> None:  # ty
     assert "ncclAllReduce             128 MiB     20 calls" in result.out
 
 
-def test_plot_is_a_png_per_operation(analysed) -> None:  # type: ignore[no-untyped-def]
+def test_plot_is_a_png_per_operation(analysed: Analysed) -> None:
     out, _ = analysed
     png = out / "nccl_ncclAllReduce_durations.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
@@ -81,7 +82,7 @@ def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
         parse_nccl_tests_log(log)
 
 
-def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli: RunCli) -> None:
     empty = run_cli("analyze", str(tmp_path))
     assert empty.code == 2 and empty.err == f"error: {tmp_path}: no .nsys-rep or .sqlite reports\n"
     (tmp_path / "r.nsys-rep").write_bytes(b"x")
@@ -151,7 +152,7 @@ def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> N
     assert [run.folder for run in recipe_runs(config)] == expected
 
 
-def test_sizes_from_nccls_own_payload_match_every_call(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_sizes_from_nccls_own_payload_match_every_call(tmp_path: Path, run_cli: RunCli) -> None:
     """The same program, exported with --include-blobs true: NCCL's NVTX payload gives every
     call its size, warm-ups included (no enclosing NVTX range needed, as with nccl-tests)."""
     shutil.copy(REPO / "tests/data/gpu/nccl-allreduce-blobs.sqlite", tmp_path)

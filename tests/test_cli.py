@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_nsysgen_process, tree_bytes
+from tests.conftest import REPO, RunCli, run_nsysgen_process, tree_bytes
 
 
-def test_help_lists_groups_and_options(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
     result = run_cli("--help")
     assert result.code == 0
     lines = {line.split(":")[0].strip(): line for line in result.out.splitlines() if ":" in line}
@@ -44,7 +44,7 @@ def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path
     assert again.out == "generated/nccl-p5-slurm: 5 files (unchanged)\n"
 
 
-def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli(
         "target=slurm",
         "workload=nccl",
@@ -58,7 +58,7 @@ def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli) -> None:  # type
     assert "  --delay=5 \\\n  --duration=60 \\\n  --kill=none \\\n" in wrapper
 
 
-def test_unknown_group_option_lists_available_options(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_group_option_lists_available_options(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli("cluster=p9", f"output_dir={tmp_path}")
     assert result.code == 2
     assert result.err == (
@@ -87,14 +87,14 @@ def test_unknown_group_option_lists_available_options(tmp_path: Path, run_cli) -
         ),
     ],
 )
-def test_usage_errors_exit_2(args: list[str], message: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_usage_errors_exit_2(args: list[str], message: str, run_cli: RunCli) -> None:
     result = run_cli(*args)
     assert result.code == 2
     assert result.err.splitlines()[0] == message
     assert "Traceback" not in result.err
 
 
-def test_user_config_dir_replaces_packaged_option(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_user_config_dir_replaces_packaged_option(tmp_path: Path, run_cli: RunCli) -> None:
     user = tmp_path / "my-conf" / "cluster"
     user.mkdir(parents=True)
     packaged = (REPO / "conf" / "cluster" / "p5.yaml").read_text()
@@ -117,8 +117,8 @@ def test_user_config_dir_replaces_packaged_option(tmp_path: Path, run_cli) -> No
 
 
 def test_internal_error_exits_3_and_says_it_is_a_bug(
-    monkeypatch: pytest.MonkeyPatch, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch, run_cli: RunCli
+) -> None:
     import nsysgen.build
 
     def broken(*_: object, **__: object) -> None:
@@ -130,6 +130,7 @@ def test_internal_error_exits_3_and_says_it_is_a_bug(
     assert "internal error (RuntimeError: boom). This is a bug in nsysgen" in result.err
 
 
+@pytest.mark.slow
 def test_output_is_identical_across_directories_users_and_hash_seeds(tmp_path: Path) -> None:
     trees = []
     for index, (user, seed) in enumerate([("alice", "0"), ("bob", "12345"), ("carol", "random")]):
@@ -159,7 +160,7 @@ def test_output_is_identical_across_directories_users_and_hash_seeds(tmp_path: P
 
 def test_wrapper_runs_unselected_ranks_without_nsys_and_stops_clearly_without_nsys(
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
 ) -> None:
     import subprocess
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nsysgen.cli import main
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.k8s_checks import (
     crd_problems,
     helm_problems,
@@ -54,6 +55,7 @@ def folders(tree: Path) -> list[Path]:
     return sorted(p for p in tree.iterdir() if p.is_dir())
 
 
+@pytest.mark.slow
 def test_every_pytorchjob_passes_crd_webhook_and_pod_schemas(eks_tree: Path) -> None:
     assert len(folders(eks_tree)) == len(EKS_EXPERIMENTS) + len(MATRIX)
     for folder in folders(eks_tree):
@@ -63,6 +65,7 @@ def test_every_pytorchjob_passes_crd_webhook_and_pod_schemas(eks_tree: Path) -> 
         assert pod_problems(job) == [], folder.name
 
 
+@pytest.mark.slow
 def test_every_helm_values_file_passes_its_chart_schema(eks_tree: Path) -> None:
     for folder in folders(eks_tree):
         values = load_generated_yaml(folder / "values-injector.yaml")
@@ -76,7 +79,7 @@ def test_every_helm_values_file_passes_its_chart_schema(eks_tree: Path) -> None:
 
 def test_validators_catch_the_guides_manifest() -> None:
     """The guide's FSDP manifest: a GPU resource with no value, bash -c, etcd rendezvous."""
-    guide = {
+    guide: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": "fsdp"},
@@ -238,7 +241,7 @@ INVALID = {
 
 
 @pytest.mark.parametrize("name", sorted(INVALID))
-def test_guide_mistakes_are_input_errors(name: str, tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_guide_mistakes_are_input_errors(name: str, tmp_path: Path, run_cli: RunCli) -> None:
     overrides, expected = INVALID[name]
     base = [
         "cluster=p4de",

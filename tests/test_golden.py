@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, REPO, compare_trees
+from tests.conftest import EXPERIMENTS, REPO, RunCli, compare_trees
 
 # Extra cases beyond the experiments: name -> overrides.
 CASES = {
@@ -38,9 +38,9 @@ CASES = {
 
 def _check(
     tmp_path: Path,
-    run_cli,
+    run_cli: RunCli,
     overrides: list[str],
-    golden: Path,  # type: ignore[no-untyped-def]
+    golden: Path,
     folder: str,
     update: bool,
 ) -> None:
@@ -58,7 +58,7 @@ def _check(
 def test_experiment_matches_generated(
     experiment: str,
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
     request: pytest.FixtureRequest,
 ) -> None:
     update = bool(request.config.getoption("--update-golden"))
@@ -76,7 +76,7 @@ def test_experiment_matches_generated(
 def test_case_matches_golden(
     case: str,
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
     request: pytest.FixtureRequest,
 ) -> None:
     update = bool(request.config.getoption("--update-golden"))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from types import ModuleType
 
 from tests.conftest import REPO
 
 RESULTS = REPO / "bench" / "gpu" / "results"
 
 
-def load_checker():  # type: ignore[no-untyped-def]
+def load_checker() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "check_results", REPO / "bench/gpu/check_results.py"
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.lints import LINTS
-from tests.conftest import EXPERIMENTS, REPO
+from nsysgen.lints import all_lints
+from tests.conftest import EXPERIMENTS, REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
 # lint -> (overrides that fire it, overrides right next to them that do not)
@@ -61,25 +61,25 @@ CASES = {
 }
 
 
-def fired(run_cli, overrides: list[str]) -> set[str]:  # type: ignore[no-untyped-def]
+def fired(run_cli: RunCli, overrides: list[str]) -> set[str]:
     result = run_cli("plan", "--json", *overrides)
     assert result.code in (0, 2), result.err
     return {lint["id"] for lint in json.loads(result.out)["lints"]}
 
 
 def test_every_lint_has_a_case() -> None:
-    assert sorted(CASES) == [lint.id for lint in LINTS]
-    assert all(lint.fix and "\n" not in lint.fix for lint in LINTS)
+    assert sorted(CASES) == [lint.id for lint in all_lints()]
+    assert all(lint.fix and "\n" not in lint.fix for lint in all_lints())
 
 
 @pytest.mark.parametrize("lint", sorted(CASES))
-def test_lint_fires_and_its_neighbour_does_not(lint: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_lint_fires_and_its_neighbour_does_not(lint: str, run_cli: RunCli) -> None:
     firing, quiet = CASES[lint]
     assert lint in fired(run_cli, firing)
     assert lint not in fired(run_cli, quiet)
 
 
-def test_error_lints_stop_the_compile_and_warnings_print(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_error_lints_stop_the_compile_and_warnings_print(tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "out"
     error = run_cli("capture.report_dir=/scratch/r", f"output_dir={out}")
     assert error.code == 2 and "capture.report_dir: [NSG007] " in error.err
@@ -106,7 +106,7 @@ def test_error_lints_stop_the_compile_and_warnings_print(tmp_path: Path, run_cli
 
 def test_plan_writes_nothing_and_answers_for_a_thousand_nodes(
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -128,7 +128,7 @@ def test_plan_writes_nothing_and_answers_for_a_thousand_nodes(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_plan_shows_collectors_one_per_node_and_node_reports(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_plan_shows_collectors_one_per_node_and_node_reports(run_cli: RunCli) -> None:
     plan = json.loads(run_cli("plan", "--json", "experiment=nccl-scatter-p4de").out)
     collectors = [r for r in plan["recording"] if r["collectors"]]
     assert [(r["task"], r["node"]) for r in collectors] == [(0, 0), (8, 1)]
@@ -143,7 +143,7 @@ def test_plan_shows_collectors_one_per_node_and_node_reports(run_cli) -> None:  
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_plan_of_experiment_matches_golden(
     experiment: str,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
     request: pytest.FixtureRequest,
 ) -> None:
     result = run_cli("plan", f"experiment={experiment}")

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
 from nsysgen.patch import PatchError, patch_source, strip, unified_patch
 from nsysgen.render import render_template
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 SCRIPTS = sorted(p.name for p in (REPO / "tests" / "training_scripts").glob("*.py"))
 GOLDEN = REPO / "tests" / "golden" / "patches"
@@ -82,24 +84,34 @@ def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path) -> None:
         assert strip(patched) == source_of(name)
 
 
+class StepWindow(Protocol):
+    """The step-window helper the patch adds (templates/common/_step_window_class.py.j2)."""
+
+    active: bool
+
+    def begin(self, step: int) -> None: ...
+
+    def end(self) -> None: ...
+
+
 def test_patched_script_does_nothing_without_the_window_variables(tmp_path: Path) -> None:
     # The helper is plain Python: without NSYSGEN_PROFILE_* it never imports torch.
     patched = patch_source("import time\n\nfor step in range(3):\n    loss.backward()\n", HELPER)
-    namespace: dict[str, object] = {}
+    namespace: dict[str, Any] = {}
     start = patched.index("class _NsysgenStepWindow")
     end = patched.index("# <<< nsysgen step window")
     exec(patched[start:end], namespace)  # noqa: S102 - the generated helper itself
-    window = namespace["_nsysgen_window"]
+    window: StepWindow = namespace["_nsysgen_window"]
     for step in range(3):
-        window.begin(step)  # type: ignore[attr-defined]
-        window.end()  # type: ignore[attr-defined]
-    assert window.active is False  # type: ignore[attr-defined]
+        window.begin(step)
+        window.end()
+    assert window.active is False
 
 
 def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    namespace: dict[str, object] = {}
+    namespace: dict[str, Any] = {}
     exec(HELPER, namespace)  # noqa: S102
-    window_class = namespace["_NsysgenStepWindow"]
+    window_class: Callable[[], StepWindow] = namespace["_NsysgenStepWindow"]
     monkeypatch.setenv("NSYSGEN_PROFILE_FIRST_STEP", "3")
     monkeypatch.setenv("NSYSGEN_PROFILE_LAST_STEP", "5")
     for ranks, rank, local, expected in [
@@ -112,7 +124,7 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("NSYSGEN_PROFILE_RANKS", ranks)
         monkeypatch.setenv("RANK", rank)
         monkeypatch.setenv("LOCAL_RANK", local)
-        assert window_class().active is expected, (ranks, rank)  # type: ignore[operator]
+        assert window_class().active is expected, (ranks, rank)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +187,7 @@ def test_loop_line_picks_one_of_several_loops() -> None:
 
 def test_compile_writes_the_patch_and_reports_errors(
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(REPO)
@@ -201,7 +213,7 @@ def test_compile_writes_the_patch_and_reports_errors(
     assert missing.code == 2
     assert (
         "  workload.python.source: cannot read nope/train.py (No such file or directory) "
-        "(allowed: a path relative to the current directory)"
+        "(allowed: a UTF-8 Python file, its path relative to the current directory)"
     ) in missing.err.splitlines()
     no_loop = run_cli(
         "workload=python",
@@ -230,7 +242,7 @@ def test_step_expr_names_the_counter() -> None:
 
 def test_cli_names_the_setting_to_fix(
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(REPO)

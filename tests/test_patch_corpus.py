@@ -17,6 +17,8 @@ from nsysgen.patch import PatchError, analyse, patch_source, strip, unified_patc
 from nsysgen.render import render_template
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # shellcheck/bash over every setup; a corpus of scripts
+
 CORPUS = REPO / "tests" / "training_scripts" / "corpus"
 GOLDEN = REPO / "tests" / "golden" / "patches" / "corpus"
 HELPER = render_template("common/_step_window_class.py.j2")

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, compare_trees
 
 
@@ -36,6 +38,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "test-command" in (REPO / ".ci" / "run").read_text()
 
 
+@pytest.mark.slow
 def test_main_command_in_a_fresh_venv(tmp_path: Path) -> None:
     command = readme_command("main-command")
     files = (

@@ -27,7 +27,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from nsysgen.validate import schema_issues
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 SCHEMAS = REPO / "schemas"
 CONF = REPO / "conf"
@@ -241,7 +241,7 @@ def test_readme_shows_the_modeline_the_example_uses() -> None:
     assert str(USER_CONFIG.relative_to(REPO)) in readme
 
 
-def test_the_example_user_config_compiles(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_the_example_user_config_compiles(run_cli: RunCli) -> None:
     result = run_cli("plan", "--config-dir", str(USER_CONFIG.parent.parent), "cluster=mycluster")
     assert result.code == 0, result.err
     assert "4 x p5.48xlarge" in result.out

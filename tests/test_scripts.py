@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import EXPERIMENTS, REPO
 
+pytestmark = pytest.mark.slow  # shellcheck/bash over every setup; a corpus of scripts
+
 SLURM_SCRIPTS = ("job.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh")
 EKS_SCRIPTS = (
     "install-injector.sh",

@@ -28,7 +28,7 @@ def test_tampered_sweep_index_cannot_delete_outside(tmp_path: Path, run_cli: Run
     precious.write_text("keep me")
     index = out / "sw" / "nsysgen-sweep.json"
     data = json.loads(index.read_text())
-    data["points"]["../../v2"] = []
+    data["points"].append({"name": "../../v2", "overrides": []})
     index.write_text(json.dumps(data))
     (tmp_path / "v2").mkdir()
     (tmp_path / "v2" / MANIFEST_NAME).write_text(

@@ -16,7 +16,7 @@ from nsysgen.analyze import export_sqlite
 from nsysgen.cli import main
 from nsysgen.compose import Composer
 from nsysgen.estimate import estimate_report_size
-from tests.conftest import EXPERIMENTS, REPO
+from tests.conftest import EXPERIMENTS, REPO, RunCli
 from tests.realparts import LocalCluster, python_workload
 
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
@@ -262,7 +262,7 @@ def test_missing_nsys_stops_with_one_line_reason(local_cluster: LocalCluster) ->
 def test_analyze_reads_the_cpu_reports_of_a_job(
     local_cluster: LocalCluster,
     nsys_2023: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
 ) -> None:
     name = "e2e-analyze"
     folder = local_cluster.compile_program(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_nsysgen_process, tree_bytes
+from tests.conftest import RunCli, run_nsysgen_process, tree_bytes
 
 
 def points(root: Path) -> list[str]:
@@ -59,8 +59,8 @@ def points(root: Path) -> list[str]:
     ],
 )
 def test_sweep_grammar_and_point_names(
-    args: list[str], expected: list[str], tmp_path: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    args: list[str], expected: list[str], tmp_path: Path, run_cli: RunCli
+) -> None:
     result = run_cli("-m", *args, f"output_dir={tmp_path}")
     assert result.code == 0, result.err
     (root,) = tmp_path.iterdir()  # one sweep root, named after what the points share
@@ -70,7 +70,7 @@ def test_sweep_grammar_and_point_names(
     assert index["command"] == shlex.join(["nsysgen", "-m", *args])
 
 
-def test_paired_steps_reach_each_point(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_paired_steps_reach_each_point(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli(
         "-m",
         "workload=fsdp",
@@ -89,7 +89,9 @@ def test_paired_steps_reach_each_point(tmp_path: Path, run_cli) -> None:  # type
     assert "/fsx/nsight-reports/fsdp-p5-slurm_first-step-10_last-step-14/" in wrapper
 
 
-def test_invalid_points_are_all_reported_and_nothing_is_written(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_points_are_all_reported_and_nothing_is_written(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
     result = run_cli(
         "-m", "capture.ranks=[0],[20]", "capture.delay=10,7200", f"output_dir={tmp_path}"
     )
@@ -115,7 +117,7 @@ def test_invalid_points_are_all_reported_and_nothing_is_written(tmp_path: Path, 
     assert not any(tmp_path.iterdir())
 
 
-def test_paired_sweep_with_missing_value_is_an_input_error(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_paired_sweep_with_missing_value_is_an_input_error(run_cli: RunCli) -> None:
     result = run_cli("-m", "capture.delay+capture.duration=30:60,90")
     assert result.code == 2
     assert result.err.splitlines()[0] == (
@@ -126,7 +128,7 @@ def test_paired_sweep_with_missing_value_is_an_input_error(run_cli) -> None:  # 
 
 def test_rerun_with_fewer_points_removes_stale_points_and_check_follows(
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
 ) -> None:
     assert run_cli("-m", "capture.delay=5,6,7", f"output_dir={tmp_path}").code == 0
     root = tmp_path / "nccl-p5-slurm"
@@ -144,6 +146,7 @@ def test_rerun_with_fewer_points_removes_stale_points_and_check_follows(
     assert f"{root / 'delay-6'}: missing (regenerate: nsysgen -m capture.delay=5,6)" in check.out
 
 
+@pytest.mark.slow
 def test_sweep_bytes_do_not_depend_on_directory_user_or_hash_seed(tmp_path: Path) -> None:
     trees = []
     for index, (user, seed) in enumerate([("alice", "1"), ("bob", "999")]):
@@ -159,6 +162,7 @@ def test_sweep_bytes_do_not_depend_on_directory_user_or_hash_seed(tmp_path: Path
     assert len(trees[0]) == 4 * 6 + 1
 
 
+@pytest.mark.slow
 def test_long_sweep_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
 
@@ -185,7 +185,9 @@ VALID = {
 
 
 @pytest.mark.parametrize("name", sorted(INVALID))
-def test_invalid_config_exits_2_and_writes_nothing(name: str, tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_config_exits_2_and_writes_nothing(
+    name: str, tmp_path: Path, run_cli: RunCli
+) -> None:
     overrides, expected = INVALID[name]
     out = tmp_path / "out"
     result = run_cli(*overrides, f"output_dir={out}")
@@ -200,12 +202,12 @@ def test_invalid_config_exits_2_and_writes_nothing(name: str, tmp_path: Path, ru
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
-def test_neighbouring_valid_config_compiles(name: str, tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_neighbouring_valid_config_compiles(name: str, tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli(*VALID[name], f"output_dir={tmp_path}")
     assert result.code == 0, result.err
 
 
-def test_invalid_config_leaves_previous_output_untouched(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_config_leaves_previous_output_untouched(tmp_path: Path, run_cli: RunCli) -> None:
     assert run_cli("job.name=keep", f"output_dir={tmp_path}").code == 0
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     result = run_cli("job.name=keep", "capture.ranks=[99]", f"output_dir={tmp_path}")
@@ -219,7 +221,9 @@ def test_every_schema_is_valid_2020_12() -> None:
 
 
 @pytest.mark.parametrize("group", ["cluster", "workload", "capture", "target", "nsight"])
-def test_every_packaged_option_composes_and_validates(group: str, run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_every_packaged_option_composes_and_validates(
+    group: str, run_cli: RunCli, tmp_path: Path
+) -> None:
     from nsysgen.compose import Composer
     from nsysgen.validate import schema_issues
 

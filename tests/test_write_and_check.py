@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.manifest import MANIFEST_NAME
-from tests.conftest import REPO, tree_bytes
+from tests.conftest import REPO, RunCli, tree_bytes
 
 STEPS = ["workload=fsdp", "capture=steps", "job.name=train"]
 WINDOW = ["workload=fsdp", "capture=window", "job.name=train"]
@@ -29,13 +29,13 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int, int, int]]:
     }
 
 
-def test_generated_is_current(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_generated_is_current(run_cli: RunCli) -> None:
     result = run_cli("check", f"output_dir={REPO / 'generated'}")
     assert result.code == 0, result.out
     assert result.out.startswith("nsysgen check: 6 folders, ")
 
 
-def test_manifest_records_provenance_and_no_machine_facts(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_manifest_records_provenance_and_no_machine_facts(tmp_path: Path, run_cli: RunCli) -> None:
     assert (
         run_cli(
             "experiment=fsdp-p4de",
@@ -73,7 +73,7 @@ def test_manifest_records_provenance_and_no_machine_facts(tmp_path: Path, run_cl
     )
 
 
-def test_recompiling_identical_output_rewrites_nothing(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_recompiling_identical_output_rewrites_nothing(tmp_path: Path, run_cli: RunCli) -> None:
     assert run_cli(*STEPS, f"output_dir={tmp_path}").code == 0
     for path in tmp_path.rglob("*"):
         os.utime(path, ns=(1_000_000_000, 1_000_000_000))
@@ -96,7 +96,7 @@ def user_experiment(tmp_path: Path, capture: str) -> list[str]:
 
 def test_changed_config_updates_only_changed_files_and_removes_orphans(
     tmp_path: Path,
-    run_cli,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
 ) -> None:
     out = tmp_path / "out"
     assert run_cli(*user_experiment(tmp_path, "steps"), f"output_dir={out}").code == 0
@@ -117,7 +117,7 @@ def test_changed_config_updates_only_changed_files_and_removes_orphans(
         assert after[f"mine/{name}"][0] != before[f"mine/{name}"][0], name
 
 
-def test_hand_edited_orphan_is_kept(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_hand_edited_orphan_is_kept(tmp_path: Path, run_cli: RunCli) -> None:
     assert run_cli(*STEPS, f"output_dir={tmp_path}").code == 0
     helper = tmp_path / "train" / "nsysgen_window.py"
     helper.write_text(helper.read_text() + "# my change\n")
@@ -127,7 +127,7 @@ def test_hand_edited_orphan_is_kept(tmp_path: Path, run_cli) -> None:  # type: i
     assert helper.read_text().endswith("# my change\n")
 
 
-def test_foreign_file_in_the_way_stops_the_compile(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_foreign_file_in_the_way_stops_the_compile(tmp_path: Path, run_cli: RunCli) -> None:
     folder = tmp_path / "train"
     folder.mkdir()
     (folder / "job.sbatch").write_text("#!/bin/bash\n# hand-written\n")
@@ -143,8 +143,8 @@ def test_foreign_file_in_the_way_stops_the_compile(tmp_path: Path, run_cli) -> N
 
 def test_crash_before_the_swap_leaves_previous_output_exactly(
     tmp_path: Path,
-    run_cli,
-    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import nsysgen.write
 
@@ -164,7 +164,7 @@ def test_crash_before_the_swap_leaves_previous_output_exactly(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train"]
 
 
-def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "out"
     args = user_experiment(tmp_path, "steps")
     assert run_cli(*args, f"output_dir={out}").code == 0
@@ -193,13 +193,13 @@ def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli) 
     assert run_cli("check", f"output_dir={out}").code == 0
 
 
-def test_check_of_a_missing_output_dir_is_an_input_error(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_check_of_a_missing_output_dir_is_an_input_error(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli("check", f"output_dir={tmp_path / 'nope'}")
     assert result.code == 2
     assert result.err == f"error: output_dir {tmp_path / 'nope'} does not exist\n"
 
 
-def test_check_rejects_other_arguments(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_check_rejects_other_arguments(run_cli: RunCli) -> None:
     result = run_cli("check", "cluster=p5")
     assert result.code == 2
     assert result.err.startswith("error: check takes only output_dir=DIR, not cluster=p5")
@@ -214,7 +214,7 @@ def test_pre_commit_hook_definition_is_valid() -> None:
     assert hooks[0]["pass_filenames"] is False
 
 
-def test_same_bytes_whatever_the_run(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_same_bytes_whatever_the_run(tmp_path: Path, run_cli: RunCli) -> None:
     assert run_cli("experiment=nemo-p5", f"output_dir={tmp_path / 'a'}").code == 0
     assert run_cli("experiment=nemo-p5", f"output_dir={tmp_path / 'b'}").code == 0
     assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")

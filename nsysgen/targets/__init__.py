@@ -1,4 +1,4 @@
-"""Targets: one module per scheduler, listed in one registry."""
+"""Targets: one module per scheduler, listed in one registry (nsysgen/targets/base.py)."""
 
 from __future__ import annotations
 

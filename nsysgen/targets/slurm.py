@@ -2,23 +2,109 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from nsysgen import nsys_cmd
-from nsysgen.common_artifacts import install_script, recipes_script, workload_files
-from nsysgen.model import Config
-from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
+from nsysgen.errors import Issue
+from nsysgen.lints import Lint
+from nsysgen.model import Block, Config, TargetSettings, settings_as
+from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
+from nsysgen.ranks import RankSelection, TaskSet, iter_tasks, select, tasks_per_node
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
-from nsysgen.targets.base import Target
-from nsysgen.workloads import ShellExpr, program
+from nsysgen.targets.common import install_script, recipes_script, workload_files
+from nsysgen.workloads import LaunchShell, ShellExpr, program, typed_block
 
 WRAPPER = "nsys-exec"
+# What torchrun (one per node) reads from the job; head_node is set by job.sbatch.
+SHELL = LaunchShell(
+    nnodes="${SLURM_JOB_NUM_NODES}", job_id="${SLURM_JOB_ID}", head_node="${head_node}"
+)
+# Variables Slurm sets in every task. HOSTNAME is set too, but
+# to the batch host for every task, so it is modelled as such.
+SLURM_TASK_VARS = frozenset(
+    {
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_NODEID",
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "SLURM_NTASKS",
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_JOB_NUM_NODES",
+        "SLURM_NNODES",
+        "SLURM_STEP_NUM_NODES",
+        "SLURM_STEP_TASKS_PER_NODE",
+        "SLURM_TASKS_PER_NODE",
+        "SLURMD_NODENAME",
+        "SLURM_JOB_NODELIST",
+        "SLURM_GPUS_ON_NODE",
+        "SLURM_STEP_GPUS",
+        "SLURM_JOB_NAME",
+        "SLURM_SUBMIT_DIR",
+        "CUDA_VISIBLE_DEVICES",
+        "HOSTNAME",
+        "SLURM_NTASKS_PER_NODE",
+    }
+)
+# SLURMD_NODENAME is the node that runs the task; HOSTNAME is the batch host for every task,
+# so it must never name a report.
+_PER_GPU_SUFFIX = (
+    "_job%q{SLURM_JOB_ID}_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
+)
+# With one torchrun per node, SLURM_PROCID is the node index and the report holds every GPU.
+_PER_NODE_SUFFIX = "_job%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}_allgpus"
+
+
+@dataclass(frozen=True)
+class SlurmSettings(TargetSettings):
+    exclusive: bool
+    sbatch: Mapping[str, str | int | bool] = field(default_factory=dict)
+
+
+def report_output(config: Config) -> str:
+    """The -o value: unique per job, rank and node; nsys appends .nsys-rep."""
+    suffix = _PER_GPU_SUFFIX if config.workload.launch == "per_gpu" else _PER_NODE_SUFFIX
+    return nsys_cmd.report_path(config, f"{config.job.name}{suffix}")
+
+
+def _task_env(config: Config, task: int, node: int, local: int) -> dict[str, str]:
+    env = {name: f"<{name}>" for name in SLURM_TASK_VARS}
+    env.update(
+        {
+            "SLURM_PROCID": str(task),
+            "SLURM_LOCALID": str(local),
+            "SLURM_NODEID": str(node),
+            "SLURM_JOB_ID": "<jobid>",
+            "SLURMD_NODENAME": f"<host{node}>",
+            "HOSTNAME": "<host0>",  # the batch host, in every task
+        }
+    )
+    env.update(dict(config.cluster.env))
+    return env
+
+
+def recorded(config: Config) -> Iterator[RecordedTask]:
+    selection = select(config)
+    template = report_output(config)
+    has_collectors = bool(nsys_cmd.collector_args(config))
+    extra_collectors = nsys_cmd.extra_collectors(config)
+    for task, node, local in iter_tasks(config):
+        if not selection.profiled.contains(task, local):
+            continue
+        env = _task_env(config, task, node, local)
+        name = expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
+        collectors = extra_collectors or (
+            has_collectors and selection.collectors.contains(task, local)
+        )
+        yield RecordedTask(task, node, local, name, collectors)
 
 
 def sbatch_directives(config: Config) -> list[tuple[str, str]]:
     """#SBATCH options, sorted by name so that diffs stay small."""
-    cluster, settings = config.cluster, config.target.settings
+    cluster, settings = config.cluster, settings_as(config.target.settings, SlurmSettings)
     hours, minutes = divmod(config.job.time_limit_min, 60)
     options: dict[str, Any] = {
         "job-name": config.job.name,
@@ -27,13 +113,13 @@ def sbatch_directives(config: Config) -> list[tuple[str, str]]:
         "time": f"{hours:02d}:{minutes:02d}:00",
         # Relative to the submit directory, which exists (a missing log dir fails the job).
         "output": "%x_%j.out",
-        **settings["sbatch"],
+        **settings.sbatch,
     }
     if cluster.slurm_gres:
         options["gres"] = f"gpu:{cluster.gpus_per_node}"
     if cluster.partition:
         options["partition"] = cluster.partition
-    if settings["exclusive"]:
+    if settings.exclusive:
         options["exclusive"] = True
     directives = []
     for name in sorted(options):
@@ -79,8 +165,8 @@ def describe(tasks: TaskSet, per_gpu: bool) -> str:
     return f"{unit}{'s' if len(tasks.tasks) > 1 else ''} {', '.join(map(str, tasks.tasks))}"
 
 
-def _wrapper(config: Config, selection: RankSelection) -> ArtifactSpec:
-    collectors = nsys_cmd.collector_args(config)
+def _wrapper(config: Config, selection: RankSelection, plan: ProfilePlan) -> ArtifactSpec:
+    collectors = list(plan.collector_args)
     per_gpu = config.workload.launch == "per_gpu"
     uses_local_id = "first_on_node" in (
         selection.profiled.kind,
@@ -95,7 +181,7 @@ def _wrapper(config: Config, selection: RankSelection) -> ArtifactSpec:
             "version": config.nsight.version,
             "nsys": config.nsys_path,
             "report_dir": config.capture.report_dir,
-            "profile_args": nsys_cmd.profile_args(config),
+            "profile_args": list(plan.profile_args),
             "collector_args": collectors,
             "profiled": selection.profiled,
             "collectors": selection.collectors,
@@ -113,7 +199,7 @@ def in_container(config: Config) -> bool:
 
 
 def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
-    prog = program(config)
+    prog = program(config, SHELL)
     per_gpu = config.workload.launch == "per_gpu"
     return ArtifactSpec(
         path="job.sbatch",
@@ -138,7 +224,9 @@ def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
     )
 
 
-def _readme(config: Config, selection: RankSelection, files: list[str]) -> ArtifactSpec:
+def _readme(
+    config: Config, selection: RankSelection, plan: ProfilePlan, files: list[str]
+) -> ArtifactSpec:
     per_gpu = config.workload.launch == "per_gpu"
     return ArtifactSpec(
         path="README.md",
@@ -150,25 +238,80 @@ def _readme(config: Config, selection: RankSelection, files: list[str]) -> Artif
             "per_gpu": per_gpu,
             "profiled_text": describe(selection.profiled, per_gpu),
             "collectors_text": describe(selection.collectors, per_gpu),
-            "collector_args": nsys_cmd.collector_args(config),
-            "report_pattern": nsys_cmd.report_output(config) + ".nsys-rep",
-            "step_env": dict(program(config).env),
+            "collector_args": list(plan.collector_args),
+            "report_pattern": report_output(config) + ".nsys-rep",
+            "step_env": dict(program(config, SHELL).env),
             "recipe_folders": [run.folder for run in recipe_runs(config)],
         },
     )
 
 
-def plan(config: Config) -> list[ArtifactSpec]:
+def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     selection = select(config)
     specs = [
         _sbatch(config, selection),
-        _wrapper(config, selection),
+        _wrapper(config, selection, plan),
         install_script(config),
         recipes_script(config),
         *workload_files(config),
     ]
-    specs.append(_readme(config, selection, sorted(s.path for s in specs)))
+    specs.append(_readme(config, selection, plan, sorted(s.path for s in specs)))
     return specs
 
 
-TARGET = Target(name="slurm", plan=plan)
+def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if config.cluster.slurm_platform != "hyperpod":
+        return
+    if config.cluster.slurm_gres:
+        yield (
+            "cluster.slurm.gres",
+            "HyperPod clusters reject --gres=gpu unless GPU GRES was enabled on them",
+        )
+    if config.cluster.slurm_mpi == "pmix":
+        yield ("cluster.slurm.mpi", "HyperPod clusters reject --mpi=pmix unless pmix was enabled")
+
+
+HYPERPOD_LINT = Lint(
+    "NSG011",
+    "`--gres` / `--mpi=pmix` on HyperPod (`cluster.slurm.platform=hyperpod`)",
+    "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
+    "error",
+    _hyperpod_flags,
+)
+
+
+class Slurm:
+    name = "slurm"
+    unit = "task"
+    variables = SLURM_TASK_VARS
+    misleading_variables: Mapping[str, str] = {
+        "HOSTNAME": "%q{HOSTNAME} is the batch host in every Slurm task, "
+        "not the node that runs it (allowed: %q{SLURMD_NODENAME})"
+    }
+    lints = (HYPERPOD_LINT,)
+    schema = None
+
+    def settings(self, block: Block) -> TargetSettings:
+        settings: SlurmSettings = typed_block(SlurmSettings, block)
+        return settings
+
+    def tasks_per_node(self, config: Config) -> int:
+        return tasks_per_node(config)
+
+    def report_output(self, config: Config) -> str:
+        return report_output(config)
+
+    def recorded(self, config: Config) -> Iterator[RecordedTask]:
+        return recorded(config)
+
+    def in_container(self, config: Config) -> bool:
+        return in_container(config)
+
+    def checks(self, config: Config) -> Iterator[Issue]:
+        return iter(())
+
+    def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+        return artifacts(config, plan)
+
+
+TARGET = Slurm()

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config
+from nsysgen.model import Config, settings_as
+from nsysgen.targets.eks.settings import EksSettings
+from nsysgen.workloads import ScriptSettings
 
 # The injector's regex flavour is undocumented: keep to the constructs every
 # engine shares.
@@ -30,24 +32,20 @@ class ProcessLines:
 
 
 def torchrun_args(config: Config) -> list[str]:
-    settings = config.workload.settings
-    return [
-        f"--nproc_per_node={config.cluster.gpus_per_node}",
-        settings["script"],
-        *settings["args"],
-    ]
+    settings = settings_as(config.workload.settings, ScriptSettings)
+    return [f"--nproc_per_node={config.cluster.gpus_per_node}", settings.script, *settings.args]
 
 
 def process_lines(config: Config) -> ProcessLines:
-    target = config.target.settings
-    interpreter, torchrun = target["torchrun_interpreter"], target["torchrun_path"]
+    target = settings_as(config.target.settings, EksSettings)
+    interpreter, torchrun = target.torchrun_interpreter, target.torchrun_path
     args = " ".join(torchrun_args(config))
-    settings = config.workload.settings
-    worker_args = " ".join(settings["args"])
+    settings = settings_as(config.workload.settings, ScriptSettings)
+    worker_args = " ".join(settings.args)
     return ProcessLines(
         torchrun=f"{interpreter} {torchrun} {args}",
         wrappers=(f"/bin/bash -c torchrun {args}", f"/bin/bash -c {torchrun} {args}"),
-        worker=f"{interpreter} -u {settings['script']} {worker_args}".rstrip(),
+        worker=f"{interpreter} -u {settings.script} {worker_args}".rstrip(),
     )
 
 
@@ -58,17 +56,16 @@ def _literal(text: str) -> str:
 
 def injection_pattern(config: Config) -> str:
     """The configured pattern, or one that matches exactly this job's torchrun process."""
-    configured = config.target.settings["injection_match"]
-    if configured is not None:
-        return str(configured)
-    target = config.target.settings
-    return f"^{_literal(target['torchrun_interpreter'])} {_literal(target['torchrun_path'])} .*$"
+    target = settings_as(config.target.settings, EksSettings)
+    if target.injection_match is not None:
+        return target.injection_match
+    return f"^{_literal(target.torchrun_interpreter)} {_literal(target.torchrun_path)} .*$"
 
 
 def injection_issues(config: Config) -> Iterator[Issue]:
     pattern = injection_pattern(config)
     # A pattern nsysgen derived is built from the torchrun paths: name what the user set.
-    configured = config.target.settings["injection_match"] is not None
+    configured = settings_as(config.target.settings, EksSettings).injection_match is not None
     path = "target.injection_match" if configured else "target.torchrun_path"
     unportable = _UNPORTABLE.search(pattern)
     if unportable:

@@ -4,21 +4,47 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nsysgen import nsys_cmd
-from nsysgen.common_artifacts import recipes_script, workload_files
 from nsysgen.errors import Issue
-from nsysgen.injection import injection_issues, injection_pattern, process_lines, torchrun_args
-from nsysgen.model import Config
+from nsysgen.lints import Lint
+from nsysgen.model import Block, Config, TargetSettings, settings_as
+from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
-from nsysgen.targets.base import Target
-from nsysgen.workloads import step_window_env
+from nsysgen.targets.common import recipes_script, workload_files
+from nsysgen.targets.eks.injection import (
+    injection_issues,
+    injection_pattern,
+    process_lines,
+    torchrun_args,
+)
+from nsysgen.targets.eks.settings import EksSettings
+from nsysgen.workloads import step_window_env, typed_block
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+# What the training operator and the kubelet set in a PyTorchJob pod.
+EKS_POD_VARS = frozenset(
+    {
+        "HOSTNAME",
+        "PET_NNODES",
+        "PET_NODE_RANK",
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+        "PET_NPROC_PER_NODE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+    }
+)
+
+
+def eks_settings(config: Config) -> EksSettings:
+    return settings_as(config.target.settings, EksSettings)
 
 
 @dataclass(frozen=True)
@@ -55,7 +81,7 @@ REPORTS_VOLUME = "nsys-reports"
 
 
 def injector(config: Config) -> Injector:
-    return INJECTORS[config.target.settings["injector"]]
+    return INJECTORS[eks_settings(config).injector]
 
 
 def report_output(config: Config) -> str:
@@ -64,10 +90,9 @@ def report_output(config: Config) -> str:
     return f"{config.capture.report_dir}/{name}"
 
 
-def devtool_args(config: Config) -> str:
-    args = nsys_cmd.profile_args(config, output=report_output(config))
+def devtool_args(plan: ProfilePlan) -> str:
     # One nsys per profiled pod, and a pod is a node: collectors run once per node.
-    return " ".join(["profile", *args, *nsys_cmd.collector_args(config)])
+    return " ".join(["profile", *plan.profile_args, *plan.collector_args])
 
 
 def profiled_replicas(config: Config) -> tuple[str, ...]:
@@ -80,24 +105,22 @@ def profiled_replicas(config: Config) -> tuple[str, ...]:
     return ("Master",) if profiled == {0} else ("Master", "Worker")
 
 
-def helm_values(config: Config) -> dict[str, Any]:
-    target = config.target.settings
-    volumes = [
-        {"name": REPORTS_VOLUME, "persistentVolumeClaim": {"claimName": target["reports_pvc"]}}
-    ]
+def helm_values(config: Config, plan: ProfilePlan) -> dict[str, Any]:
+    target = eks_settings(config)
+    volumes = [{"name": REPORTS_VOLUME, "persistentVolumeClaim": {"claimName": target.reports_pvc}}]
     mounts = [{"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs}]
     profile: dict[str, Any] = {
-        "devtoolArgs": devtool_args(config),
+        "devtoolArgs": devtool_args(plan),
         "volumes": volumes,
         "volumeMounts": mounts,
     }
-    if target["injector"] == "sidecar":
+    if target.injector == "sidecar":
         profile["injectionMatch"] = injection_pattern(config)
     else:
         profile["injectionIncludePatterns"] = [injection_pattern(config)]
     return {
         "devtoolBinariesImage": {
-            "image": target["nsight_image"],
+            "image": target.nsight_image,
             "imagePullPolicy": "IfNotPresent",
         },
         "profile": profile,
@@ -108,7 +131,7 @@ NSYS_TMP = "/nsys-tmp"  # an emptyDir: writable and exec-able whatever the image
 
 
 def _container(config: Config) -> dict[str, Any]:
-    target = config.target.settings
+    target = eks_settings(config)
     # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
     # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
     tmpdir = [] if "TMPDIR" in dict(config.cluster.env) else [("TMPDIR", NSYS_TMP)]
@@ -118,19 +141,19 @@ def _container(config: Config) -> dict[str, Any]:
     ]
     env += [
         {"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}}
-        for name, ref in sorted(target["secret_env"].items())
+        for name, ref in sorted(target.secret_env.items())
     ]
     resources: dict[str, Any] = {"nvidia.com/gpu": config.cluster.gpus_per_node}
     if config.cluster.efa_devices:
         resources["vpc.amazonaws.com/efa"] = config.cluster.efa_devices
-    resources.update(target["extra_resources"])
+    resources.update(target.extra_resources)
     return {
         "name": "pytorch",  # the training operator requires a container of this name
         "image": config.workload.container_image,
         "imagePullPolicy": "IfNotPresent",
         # torchrun itself, not `bash -c "torchrun ..."`: the injector matches this process, and
         # torchrun reads PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR/PORT set by the operator.
-        "command": [target["torchrun_path"]],
+        "command": [target.torchrun_path],
         "args": torchrun_args(config),
         "env": env,
         "resources": {"requests": resources, "limits": dict(resources)},
@@ -143,7 +166,7 @@ def _container(config: Config) -> dict[str, Any]:
 
 
 def pytorchjob(config: Config) -> dict[str, Any]:
-    target = config.target.settings
+    target = eks_settings(config)
     labelled = profiled_replicas(config)
 
     def replica(kind: str, replicas: int) -> dict[str, Any]:
@@ -152,11 +175,11 @@ def pytorchjob(config: Config) -> dict[str, Any]:
             labels[injector(config).label] = "enabled"
         return {
             "replicas": replicas,
-            "restartPolicy": target["restart_policy"],
+            "restartPolicy": target.restart_policy,
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "terminationGracePeriodSeconds": target["termination_grace_period_s"],
+                    "terminationGracePeriodSeconds": target.termination_grace_period_s,
                     "nodeSelector": {
                         "node.kubernetes.io/instance-type": config.cluster.instance_type
                     },
@@ -166,7 +189,7 @@ def pytorchjob(config: Config) -> dict[str, Any]:
                         {"name": "nsys-tmp", "emptyDir": {}},
                         {
                             "name": REPORTS_VOLUME,
-                            "persistentVolumeClaim": {"claimName": target["reports_pvc"]},
+                            "persistentVolumeClaim": {"claimName": target.reports_pvc},
                         },
                     ],
                 },
@@ -179,7 +202,7 @@ def pytorchjob(config: Config) -> dict[str, Any]:
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
-        "metadata": {"name": config.job.name, "namespace": target["namespace"]},
+        "metadata": {"name": config.job.name, "namespace": target.namespace},
         "spec": {
             "nprocPerNode": str(config.cluster.gpus_per_node),
             "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
@@ -190,13 +213,13 @@ def pytorchjob(config: Config) -> dict[str, Any]:
 
 def fetch_pod_overrides(config: Config) -> str:
     """`kubectl run --overrides`: a helper pod that mounts the reports volume."""
-    target = config.target.settings
+    target = eks_settings(config)
     spec = {
         "spec": {
             "volumes": [
                 {
                     "name": REPORTS_VOLUME,
-                    "persistentVolumeClaim": {"claimName": target["reports_pvc"]},
+                    "persistentVolumeClaim": {"claimName": target.reports_pvc},
                 }
             ],
             "containers": [
@@ -254,23 +277,23 @@ def checks(config: Config) -> Iterator[Issue]:
     yield from injection_issues(config)
 
 
-def plan(config: Config) -> list[ArtifactSpec]:
-    target = config.target.settings
+def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+    target = eks_settings(config)
     flavor = injector(config)
     context = {
         "job_name": config.job.name,
-        "namespace": target["namespace"],
-        "release": target["release"],
-        "chart": target["charts"][target["injector"]],
-        "injector": target["injector"],
+        "namespace": target.namespace,
+        "release": target.release,
+        "chart": target.charts[target.injector],
+        "injector": target.injector,
         "label": flavor.label,
         "leftovers": flavor.leftovers,
         "report_dir": config.capture.report_dir,
         "fetch_overrides": fetch_pod_overrides(config),
     }
     specs = [
-        ArtifactSpec("values-injector.yaml", "eks/yaml.j2", {"data": helm_values(config)}),
-        ArtifactSpec("pytorchjob.yaml", "eks/yaml.j2", {"data": pytorchjob(config)}),
+        ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
+        ArtifactSpec("pytorchjob.yaml", "common/yaml.j2", {"data": pytorchjob(config)}),
         ArtifactSpec("install-injector.sh", "eks/install-injector.sh.j2", context, True),
         ArtifactSpec("uninstall-injector.sh", "eks/uninstall-injector.sh.j2", context, True),
         ArtifactSpec("label-namespace.sh", "eks/label-namespace.sh.j2", context, True),
@@ -286,7 +309,7 @@ def plan(config: Config) -> list[ArtifactSpec]:
         "process": process_lines(config).torchrun,
         "pattern": injection_pattern(config),
         "report_pattern": report_output(config) + ".nsys-rep",
-        "collector_args": nsys_cmd.collector_args(config),
+        "collector_args": list(plan.collector_args),
         "step_env": dict(step_window_env(config)),
         "recipe_folders": [run.folder for run in recipe_runs(config)],
     }
@@ -294,4 +317,62 @@ def plan(config: Config) -> list[ArtifactSpec]:
     return specs
 
 
-TARGET = Target(name="eks", plan=plan, checks=checks)
+def recorded(config: Config) -> Iterator[RecordedTask]:
+    """One report per labelled pod (a pod is a node), named by the injector's placeholders."""
+    labelled = profiled_replicas(config)
+    template = report_output(config)
+    namespace = eks_settings(config).namespace
+    for node in range(config.cluster.nodes):
+        replica = "Master" if node == 0 else "Worker"
+        if replica not in labelled:
+            continue
+        pod = f"{config.job.name}-{replica.lower()}-{0 if node == 0 else node - 1}"
+        injector_values = {
+            "{PROCESS_NAME}": "python3",
+            "{NVDT_PROCESS_NAME}": "python3",
+            "%{POD_FULLNAME}": f"{namespace}_{pod}",
+            "%{NVDT_POD_FULLNAME}": f"{namespace}_{pod}",
+            "%{CONTAINER_NAME}": "pytorch",
+            "%{NVDT_CONTAINER_NAME}": "pytorch",
+            "{TIMESTAMP}": "<ms>",
+            "{UID}": "<uid>",
+        }
+        name = template
+        for placeholder, value in injector_values.items():
+            name = name.replace(placeholder, value)
+        name = expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
+        yield RecordedTask(node, node, 0, name, bool(nsys_cmd.collector_args(config)))
+
+
+class Eks:
+    name = "eks"
+    unit = "pod"
+    variables = EKS_POD_VARS
+    misleading_variables: Mapping[str, str] = {}
+    lints: tuple[Lint, ...] = ()
+    schema = None
+
+    def settings(self, block: Block) -> TargetSettings:
+        settings: EksSettings = typed_block(EksSettings, block)
+        return settings
+
+    def tasks_per_node(self, config: Config) -> int:
+        return 1  # one pod per node, whatever the launch
+
+    def report_output(self, config: Config) -> str:
+        return report_output(config)
+
+    def recorded(self, config: Config) -> Iterator[RecordedTask]:
+        return recorded(config)
+
+    def in_container(self, config: Config) -> bool:
+        return True  # a pod runs containers
+
+    def checks(self, config: Config) -> Iterator[Issue]:
+        return checks(config)
+
+    def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+        return artifacts(config, plan)
+
+
+TARGET = Eks()

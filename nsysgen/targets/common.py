@@ -1,4 +1,4 @@
-"""Artifacts every target ships: the Nsight install script, the recipes script, workload files."""
+"""Artifacts targets share: the Nsight install script, the recipes script, workload files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from nsysgen.workloads import (
     PATCH_FILE,
     WINDOW_HELPER_FILE,
     nemo_overrides,
-    program,
+    program_files,
     step_window_env,
 )
 
@@ -84,7 +84,7 @@ def training_patch(config: Config) -> ArtifactSpec:
 def workload_files(config: Config) -> list[ArtifactSpec]:
     """Files the program itself reads: NeMo overrides, the step-window patch or helper."""
     specs = []
-    files = program(config).files
+    files = program_files(config)
     if PATCH_FILE in files:
         specs.append(training_patch(config))
     if NEMO_OVERRIDES_FILE in files:
