@@ -17,11 +17,13 @@ from nsysgen.compose import GROUPS, Composer
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
 from nsysgen.pipeline import build_config
 from nsysgen.plan_report import as_json, as_table
+from nsysgen.verify_cli import run_verify
 
 USAGE = """usage: nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]
        nsysgen plan [--json] [--config-dir DIR]... [OVERRIDE ...]
        nsysgen check [output_dir=DIR]
-       nsysgen analyze REPORTS [--nsys NSYS] [--output DIR] [--nccl-tests-log FILE]"""
+       nsysgen analyze REPORTS [--nsys NSYS] [--output DIR] [--nccl-tests-log FILE]
+       nsysgen verify FOLDER [--reports DIR] [--job-id ID] [--json]"""
 
 
 class UsageError(NsysgenError):
@@ -157,6 +159,8 @@ def print_warnings(results: list[FolderResult]) -> None:
 def run(argv: Sequence[str]) -> int:
     if argv and argv[0] == "analyze":
         return run_analyze(argv[1:])
+    if argv and argv[0] == "verify":
+        return run_verify(argv[1:])
     args = parse_arguments(argv)
     if args.command == "check":
         return run_check(args)

@@ -16,6 +16,7 @@ from typing import Literal
 from nsysgen.model import Config
 from nsysgen.plan import ProfilePlan
 from nsysgen.secrets import find_secrets
+from nsysgen.teardown import no_room_to_write
 
 Severity = Literal["error", "warning", "off"]
 
@@ -266,6 +267,13 @@ LINTS: tuple[Lint, ...] = (
         "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
         "error",
         _hyperpod_flags,
+    ),
+    Lint(
+        "NSG012",
+        "no room to write the report before the time limit",
+        "end the capture earlier or raise job.time_limit_min (see README, Teardown)",
+        "warning",
+        no_room_to_write,
     ),
 )
 LINT_BY_ID = {lint.id: lint for lint in LINTS}

@@ -269,6 +269,7 @@ def plan(config: Config) -> list[ArtifactSpec]:
         ArtifactSpec("fetch-reports.sh", "eks/fetch-reports.sh.j2", context, True),
         recipes_script(config),
         *workload_files(config),
+        *_verify_files(config),
     ]
     readme = {
         **context,
@@ -287,3 +288,10 @@ def plan(config: Config) -> list[ArtifactSpec]:
 
 
 TARGET = Target(name="eks", plan=plan, checks=checks)
+
+
+def _verify_files(config: Config) -> list[ArtifactSpec]:
+    # Imported here: verify_expect reads the plan, which imports the targets.
+    from nsysgen.verify_expect import verify_files
+
+    return verify_files(config)

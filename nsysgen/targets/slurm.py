@@ -11,6 +11,7 @@ from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.base import Target
+from nsysgen.teardown import sbatch_options as teardown_options
 from nsysgen.workloads import ShellExpr, program
 
 WRAPPER = "nsys-exec"
@@ -27,6 +28,7 @@ def sbatch_directives(config: Config) -> list[tuple[str, str]]:
         "time": f"{hours:02d}:{minutes:02d}:00",
         # Relative to the submit directory, which exists (a missing log dir fails the job).
         "output": "%x_%j.out",
+        **teardown_options(config),
         **settings["sbatch"],
     }
     if cluster.slurm_gres:
@@ -123,6 +125,7 @@ def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
             "needs_head_node": prog.needs_head_node,
             "nemo_overrides": "nemo-overrides.txt" in prog.files,
             "wrapper": WRAPPER,
+            "report_dir": config.capture.report_dir,
             "launch_text": (
                 f"one task per GPU ({config.cluster.gpus_per_node} per node)"
                 if per_gpu
@@ -161,9 +164,17 @@ def plan(config: Config) -> list[ArtifactSpec]:
         install_script(config),
         recipes_script(config),
         *workload_files(config),
+        *_verify_files(config),
     ]
     specs.append(_readme(config, selection, sorted(s.path for s in specs)))
     return specs
 
 
 TARGET = Target(name="slurm", plan=plan)
+
+
+def _verify_files(config: Config) -> list[ArtifactSpec]:
+    # Imported here: verify_expect reads the plan, which imports the targets.
+    from nsysgen.verify_expect import verify_files
+
+    return verify_files(config)
