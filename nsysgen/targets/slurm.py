@@ -12,6 +12,7 @@ from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.base import Target
 from nsysgen.teardown import sbatch_options as teardown_options
+from nsysgen.teardown import write_seconds
 from nsysgen.workloads import ShellExpr, program
 
 WRAPPER = "nsys-exec"
@@ -152,6 +153,8 @@ def _readme(config: Config, selection: RankSelection, files: list[str]) -> Artif
             "report_pattern": nsys_cmd.report_output(config) + ".nsys-rep",
             "step_env": dict(program(config).env),
             "recipe_folders": [run.folder for run in recipe_runs(config)],
+            "signal": teardown_options(config).get("signal"),
+            "write_s": write_seconds(config),
         },
     )
 

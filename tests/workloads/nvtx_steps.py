@@ -24,6 +24,7 @@ def main() -> int:
     parser.add_argument("--profile-steps", default="", help="FIRST:LAST, both included")
     parser.add_argument("--marker-dir", required=True)
     parser.add_argument("--fail-rank", type=int, default=-1)
+    parser.add_argument("--idle", action="store_true", help="sleep through steps, no busy loop")
     args = parser.parse_args()
 
     rank = int(os.environ["SLURM_PROCID"])
@@ -35,6 +36,8 @@ def main() -> int:
             nvtx.push_range("profile")
         with nvtx.annotate(f"step {step}"):
             busy_until = time.monotonic() + args.step_seconds
+            if args.idle:
+                time.sleep(args.step_seconds)
             while time.monotonic() < busy_until:
                 pass
             time.sleep(0.002)  # a traced OS runtime call (nanosleep) in every step
