@@ -426,13 +426,13 @@ def verify(
 def _match_entry(
     entry: dict[str, Any], files: list[Path], job_id: str | None, node_name: str | None
 ) -> tuple[list[Path], str | None]:
-    """The files of one expected report, and its node's name (from the job's node record, else
-    from the report's own name)."""
+    """The files of one expected report, and its node's name: as nsys wrote it into the report's
+    name, else from the job's node record (job.sbatch writes it)."""
     regex = entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or ""))
     mine = [p for p in files if re.fullmatch(regex, _stem(p))]
     for path in mine:
         match = re.fullmatch(regex, _stem(path))
-        if match and "node" in match.groupdict() and node_name is None:
+        if match and match.groupdict().get("node"):
             node_name = match.group("node")
     return mine, node_name
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -67,7 +68,7 @@ def compile_job(shared: Path, src: Path | None, name: str, case: str) -> Path:
     return shared / "measure" / name
 
 
-def reverify(jobs: list[dict[str, object]]) -> None:
+def reverify(jobs: list[dict[str, Any]]) -> None:
     """What is left of each job, and what nsysgen verify says about it."""
     for job in jobs:
         folder = Path(str(job["folder"]))
@@ -82,11 +83,50 @@ def reverify(jobs: list[dict[str, object]]) -> None:
                 text = text.replace(json.dumps(a)[1:-1], json.dumps(b)[1:-1])
             expect.write_text(text)
         verify = subprocess.run(
-            [sys.executable, "-m", "nsysgen", "verify", str(folder), "--job-id",
-             str(job["job_id"])], capture_output=True, text=True, cwd=REPO,
+            [
+                sys.executable,
+                "-m",
+                "nsysgen",
+                "verify",
+                str(folder),
+                "--job-id",
+                str(job["job_id"]),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
         )
         job["verify_exit"] = verify.returncode
         job["verify"] = verify.stdout + verify.stderr
+
+
+def wait_and_cancel(jobs: list[dict[str, Any]]) -> None:
+    """Polls the jobs; cancels each at its case's time; returns when all have ended."""
+    pending = list(jobs)
+    while pending:
+        time.sleep(1)
+        for job in list(pending):
+            _, _, cancel_at, extra = CASES[job["case"]]
+            state = subprocess.run(
+                ["scontrol", "show", "job", job["job_id"]], capture_output=True, text=True
+            ).stdout
+            job_state = state.split("JobState=")[1].split()[0] if "JobState=" in state else "?"
+            if job_state == "RUNNING" and "started" not in job:
+                job["started"] = time.time()
+            if (
+                cancel_at is not None
+                and "started" in job
+                and "cancelled" not in job
+                and time.time() - job["started"] >= cancel_at
+            ):
+                subprocess.run(["scancel", *extra, job["job_id"]], check=True)
+                job["cancelled"] = round(time.time() - job["started"], 1)
+            if job_state not in ("PENDING", "RUNNING", "COMPLETING", "?"):
+                job["state"] = job_state
+                job["ended_after_s"] = round(time.time() - job.get("started", time.time()), 1)
+                pending.remove(job)
+        if time.time() - jobs[0]["submitted"] > 900:
+            return
 
 
 def main() -> int:
@@ -132,31 +172,7 @@ def main() -> int:
                             "submitted": time.time(),
                         }
                     )
-        pending = list(jobs)
-        while pending:
-            time.sleep(1)
-            for job in list(pending):
-                _, _, cancel_at, extra = CASES[job["case"]]
-                state = subprocess.run(
-                    ["scontrol", "show", "job", job["job_id"]], capture_output=True, text=True
-                ).stdout
-                job_state = state.split("JobState=")[1].split()[0] if "JobState=" in state else "?"
-                if job_state == "RUNNING" and "started" not in job:
-                    job["started"] = time.time()
-                if (
-                    cancel_at is not None
-                    and "started" in job
-                    and "cancelled" not in job
-                    and time.time() - job["started"] >= cancel_at
-                ):
-                    subprocess.run(["scancel", *extra, job["job_id"]], check=True)
-                    job["cancelled"] = round(time.time() - job["started"], 1)
-                if job_state not in ("PENDING", "RUNNING", "COMPLETING", "?"):
-                    job["state"] = job_state
-                    job["ended_after_s"] = round(time.time() - job.get("started", time.time()), 1)
-                    pending.remove(job)
-            if time.time() - jobs[0]["submitted"] > 900:
-                break
+        wait_and_cancel(jobs)
         time.sleep(3)
         reverify(jobs)
     finally:
