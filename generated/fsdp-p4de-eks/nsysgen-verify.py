@@ -286,46 +286,53 @@ def never_opened(expect: dict[str, Any]) -> str:
     return "the program ended before nsys recorded anything"
 
 
-def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool) -> Finding:
-    found = Finding(label="", node="", status="ok")
-    capture, trace = expect["capture"], set(expect["trace"])
-    if capture["mode"] == "steps" and capture.get("step_regex"):
-        steps = sorted(
-            {
-                int(m.group(1))
-                for name in contents.ranges
-                if (m := re.fullmatch(capture["step_regex"], name))
-            }
+def _check_steps(
+    capture: dict[str, Any], expect: dict[str, Any], ranges: list[str], found: Finding
+) -> None:
+    regex = capture["step_regex"]
+    steps = sorted({int(m.group(1)) for name in ranges if (m := re.fullmatch(regex, name))})
+    first, last = capture["first_step"], capture["last_step"]
+    if not steps:
+        found.problems.append(f"no step ranges: asked steps {first}..{last}")
+        found.causes.append(never_opened(expect))
+    elif steps != list(range(first, last + 1)):
+        found.problems.append(f"holds steps {_steps_text(steps)}, asked {first}..{last}")
+        if steps[-1] < last:
+            found.causes.append(f"the job ended (or was stopped) before step {last}")
+        else:
+            found.causes.append("the capture did not open and close at the asked steps")
+
+
+def _check_window(
+    capture: dict[str, Any], tolerance_s: float, got: float | None, found: Finding
+) -> None:
+    asked = float(capture["duration"])
+    tolerance = max(tolerance_s, asked * 0.1)
+    if got is None:
+        found.notes.append("capture length not in the report: not checked")
+    elif abs(got - asked) > tolerance:
+        found.problems.append(
+            f"capture lasted {got:.1f} s, asked {asked:g} s (tolerance {tolerance:.1f} s)"
         )
-        first, last = capture["first_step"], capture["last_step"]
-        if not steps:
-            found.problems.append(f"no step ranges: asked steps {first}..{last}")
-            found.causes.append(never_opened(expect))
-        elif steps != list(range(first, last + 1)):
-            found.problems.append(f"holds steps {_steps_text(steps)}, asked {first}..{last}")
-            if steps[-1] < last:
-                found.causes.append(f"the job ended (or was stopped) before step {last}")
-            if steps[0] > first or steps[-1] > last or steps[0] < first:
-                found.causes.append("the capture did not open and close at the asked steps")
-    elif capture["mode"] == "nvtx":
-        if capture["nvtx_range"] not in contents.ranges:
-            found.problems.append(f"no NVTX range '{capture['nvtx_range']}'")
-            found.causes.append(never_opened(expect))
+        found.causes.append(
+            "the program ended (or the job was stopped) before the window's end"
+            if got < asked
+            else "the capture was not stopped at the window's end"
+        )
+
+
+def _check_capture(expect: dict[str, Any], contents: Contents, found: Finding) -> None:
+    capture = expect["capture"]
+    if capture["mode"] == "steps" and capture.get("step_regex"):
+        _check_steps(capture, expect, contents.ranges, found)
+    elif capture["mode"] == "nvtx" and capture["nvtx_range"] not in contents.ranges:
+        found.problems.append(f"no NVTX range '{capture['nvtx_range']}'")
+        found.causes.append(never_opened(expect))
     elif capture["mode"] == "window" and capture.get("duration"):
-        asked = float(capture["duration"])
-        tolerance = max(float(expect["tolerance_s"]), asked * 0.1)
-        got = contents.duration_s
-        if got is None:
-            found.notes.append("capture length not in the report: not checked")
-        elif abs(got - asked) > tolerance:
-            found.problems.append(
-                f"capture lasted {got:.1f} s, asked {asked:g} s (tolerance {tolerance:.1f} s)"
-            )
-            found.causes.append(
-                "the program ended (or the job was stopped) before the window's end"
-                if got < asked
-                else "the capture was not stopped at the window's end"
-            )
+        _check_window(capture, float(expect["tolerance_s"]), contents.duration_s, found)
+
+
+def _check_traced(trace: set[str], contents: Contents, found: Finding) -> None:
     if "cuda" in trace and contents.kernels == 0:
         found.problems.append("no CUDA kernels although cuda is traced")
         found.causes.append(
@@ -341,7 +348,11 @@ def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool)
     if "osrt" in trace and contents.osrt == 0:
         found.problems.append("no OS runtime calls although osrt is traced")
         found.causes.append("OS runtime tracing failed to inject (see the job log)")
-    planned = expect["collectors"]
+
+
+def _check_collectors(
+    planned: dict[str, Any], collectors: bool, contents: Contents, found: Finding
+) -> None:
     if planned.get("gpu_metrics"):
         if collectors and contents.gpu_metrics == 0:
             found.problems.append("no GPU metrics although this report should hold them")
@@ -351,6 +362,14 @@ def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool)
             found.causes.append("a second collector per node: the samples are duplicated")
     if planned.get("efa_metrics") and collectors:
         found.notes.append("EFA metrics rows are not checked (no stable table name)")
+
+
+def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool) -> Finding:
+    """What is wrong with a readable report: the capture, the traced APIs, the collectors."""
+    found = Finding(label="", node="", status="ok")
+    _check_capture(expect, contents, found)
+    _check_traced(set(expect["trace"]), contents, found)
+    _check_collectors(expect["collectors"], collectors, contents, found)
     if found.problems:
         found.status = "wrong"
     return found
@@ -400,21 +419,79 @@ def verify(
     claimed: set[Path] = set()
     findings = []
     for entry in expect["reports"]:
-        regex = entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or ""))
-        mine = [p for p in files if re.fullmatch(regex, _stem(p))]
-        node_name = nodes.get(entry["node"])
-        for path in mine:
-            match = re.fullmatch(regex, _stem(path))
-            if match and "node" in match.groupdict() and node_name is None:
-                node_name = match.group("node")
+        mine, node_name = _match_entry(entry, files, job_id, nodes.get(entry["node"]))
         finding = _check_one(expect, entry, mine, report_dir, job_id, node_name, tools)
         if finding.status == "missing" and teardown:
             finding.causes.insert(0, teardown)
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
         findings.append(finding)
-    # Fill in node names learnt from other reports of the same node.
     findings.extend(_extras(expect, [p for p in files if p not in claimed], job_id))
     return Result(expect["job"], job_id, str(report_dir), wanted, findings, notes)
+
+
+def _match_entry(
+    entry: dict[str, Any], files: list[Path], job_id: str | None, node_name: str | None
+) -> tuple[list[Path], str | None]:
+    """The files of one expected report, and its node's name: as nsys wrote it into the report's
+    name, else from the job's node record (job.sbatch writes it)."""
+    regex = entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or ""))
+    mine = [p for p in files if re.fullmatch(regex, _stem(p))]
+    for path in mine:
+        match = re.fullmatch(regex, _stem(path))
+        if match and match.groupdict().get("node"):
+            node_name = match.group("node")
+    return mine, node_name
+
+
+def _expected_name(
+    expect: dict[str, Any], entry: dict[str, Any], job_id: str | None, node: str | None
+) -> str | None:
+    """The report's file name without suffix, when every part of it is known."""
+    fmt = entry.get("name")
+    if fmt is None or (expect["job_in_name"] and not job_id) or ("{node}" in fmt and not node):
+        return None
+    return str(fmt.format(job=job_id, node=node))
+
+
+def _salvage(
+    expect: dict[str, Any],
+    entry: dict[str, Any],
+    qdstrms: list[Path],
+    report_dir: Path,
+    job_id: str | None,
+    name: str | None,
+    tools: Tools,
+    finding: Finding,
+) -> Path | None:
+    """Convert a .qdstrm left by a killed nsys (in the report folder, or in the task's temp dir
+    under .nsysgen/) into the report; None if there is none or it does not convert."""
+    salvage = qdstrms[:1]
+    state = report_dir / STATE_DIR / f"job{job_id}" / f"task{entry['task']}"
+    if not salvage and state.is_dir():
+        salvage = sorted(state.rglob("*.qdstrm"))[:1]
+    if not salvage:
+        return None
+    source = salvage[0]
+    target = (
+        source.with_suffix(".nsys-rep")
+        if source.parent == report_dir
+        else report_dir / f"{name or _stem(source)}.nsys-rep"
+    )
+    why = convert(tools, source, target)
+    if why:
+        finding.status = "unreadable"
+        finding.report = str(source)
+        finding.problems.append(f"only a .qdstrm, which does not convert: {why}")
+        finding.causes.append(
+            "nsys was killed while capturing or writing (time limit or cancel: see README, "
+            "Teardown)"
+        )
+        return None
+    finding.notes.append(
+        f"converted leftover {source.name} with QdstrmImporter of nsys "
+        f"{tools.version or expect['nsys_version']}"
+    )
+    return target
 
 
 def _check_one(
@@ -430,37 +507,12 @@ def _check_one(
     finding = Finding(label=entry["label"], node=node, status="ok")
     reps = [p for p in mine if p.suffix == ".nsys-rep"]
     qdstrms = [p for p in mine if p.suffix == ".qdstrm"]
+    name = _expected_name(expect, entry, job_id, node_name)
     report = reps[0] if reps else None
-    name = None
-    if entry.get("name") is not None and (job_id or not expect["job_in_name"]):
-        if "{node}" not in entry["name"] or node_name:
-            name = entry["name"].format(job=job_id, node=node_name)
     if report is None:
-        salvage = qdstrms[:1]
-        state = report_dir / STATE_DIR / f"job{job_id}" / f"task{entry['task']}"
-        if not salvage and state.is_dir():
-            salvage = sorted(state.rglob("*.qdstrm"))[:1]
-        if salvage:
-            target = (
-                salvage[0].with_suffix(".nsys-rep")
-                if salvage[0].parent == report_dir
-                else report_dir / f"{name or _stem(salvage[0])}.nsys-rep"
-            )
-            why = convert(tools, salvage[0], target)
-            if why:
-                finding.status = "unreadable"
-                finding.report = str(salvage[0])
-                finding.problems.append(f"only a .qdstrm, which does not convert: {why}")
-                finding.causes.append(
-                    "nsys was killed while capturing or writing (time limit or cancel: see "
-                    "README, Teardown)"
-                )
-                return finding
-            finding.notes.append(
-                f"converted leftover {salvage[0].name} with QdstrmImporter of nsys "
-                f"{tools.version or expect['nsys_version']}"
-            )
-            report = target
+        report = _salvage(expect, entry, qdstrms, report_dir, job_id, name, tools, finding)
+        if finding.status != "ok":
+            return finding
     if report is None:
         finding.status = "missing"
         finding.report = f"{name}.nsys-rep" if name else None
@@ -548,9 +600,9 @@ def as_table(result: Result) -> str:
     lines = [f"verify: {job}: {len(expected)} reports expected in {result.report_dir}"]
     rows = [(f.label, f.node, f.status.upper(), f.report or "-") for f in result.findings]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(_HEAD)]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(_HEAD, widths, strict=True)).rstrip())
-    for finding, row in zip(result.findings, rows, strict=True):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    lines.append(_row(_HEAD, widths))
+    for finding, row in [(f, rows[i]) for i, f in enumerate(result.findings)]:
+        lines.append(_row(row, widths))
         lines += [f"    problem: {p}" for p in finding.problems]
         lines += [f"    likely cause: {c}" for c in finding.causes]
         lines += [f"    note: {n}" for n in finding.notes]
@@ -568,6 +620,10 @@ def as_table(result: Result) -> str:
 
 
 _HEAD = ("task", "node", "status", "report")
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip()
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> int:
