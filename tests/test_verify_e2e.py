@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realparts import LocalCluster
+from tests.realparts import LocalCluster, python_workload
 
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
 
@@ -68,7 +68,15 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
     submitted: dict[str, Job] = {}
     for name, (program, overrides) in JOBS.items():
         limit = [] if any(o.startswith("job.time") for o in overrides) else ["job.time_limit_min=5"]
-        folder = local_cluster.compile_program(name, program, *SHAPE, *overrides, *limit)
+        markers = local_cluster.shared_fs / "jobs" / name / "markers"
+        folder = local_cluster.compile(
+            *python_workload(local_cluster, *program, f"--marker-dir={markers}"),
+            *SHAPE,
+            *overrides,
+            *limit,
+            f"job.name={name}",
+        )
+        markers.mkdir()
         proc = subprocess.run(
             ["sbatch", "--parsable", "job.sbatch"],
             cwd=folder,
@@ -145,13 +153,13 @@ def test_stray_reports_are_flagged(jobs: dict[str, Job], tmp_path: Path) -> None
     reports = copy_reports(job, tmp_path)
     rank0 = next(reports.glob(f"vf-complete_job{job.job_id}_rank0_*.nsys-rep"))
     shutil.copy(rank0, reports / f"vf-complete_job{job.job_id}_rank1_node0_node1.nsys-rep")
-    shutil.copy(rank0, reports / "vf-complete_job1_rank0_node0_node1.nsys-rep")
+    shutil.copy(rank0, reports / "vf-complete_job999999_rank0_node0_node1.nsys-rep")
     shutil.copy(rank0, reports / "notes.nsys-rep")
     proc = verify(job, "--reports", str(reports), "--job-id", job.job_id)
     print(proc.stdout)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "problem: task 1 recorded but should not" in proc.stdout
-    assert "problem: a report of another job (1)" in proc.stdout
+    assert "problem: a report of another job (999999)" in proc.stdout
     assert "problem: not a report name of this setup" in proc.stdout
     assert "verify: INCOMPLETE: 0 of 2 reports missing or wrong, 3 unexpected" in proc.stdout
 
@@ -178,6 +186,7 @@ def test_cancelled_mid_capture_keeps_its_reports_and_says_what_is_lost(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.count(" WRONG ") == 2, proc.stdout
     assert "asked 40 s" in proc.stdout
+    assert "likely cause: the job was cancelled" in proc.stdout
     assert "likely cause: the program ended (or the job was stopped) before the window" in (
         proc.stdout
     )

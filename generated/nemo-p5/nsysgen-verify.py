@@ -421,7 +421,7 @@ def verify(
     for entry in expect["reports"]:
         mine, node_name = _match_entry(entry, files, job_id, nodes.get(entry["node"]))
         finding = _check_one(expect, entry, mine, report_dir, job_id, node_name, tools)
-        if finding.status == "missing" and teardown:
+        if finding.status != "ok" and teardown:
             finding.causes.insert(0, teardown)
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
         findings.append(finding)
