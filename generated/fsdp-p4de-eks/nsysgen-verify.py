@@ -425,8 +425,21 @@ def verify(
             finding.causes.insert(0, teardown)
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
         findings.append(finding)
+    _blame_missing_tasks(findings)
     findings.extend(_extras(expect, [p for p in files if p not in claimed], job_id))
     return Result(expect["job"], job_id, str(report_dir), wanted, findings, notes)
+
+
+def _blame_missing_tasks(findings: list[Finding]) -> None:
+    """When other reports of the job are there, a missing one is about its own task."""
+    if any(f.status == "ok" for f in findings):
+        for finding in findings:
+            if finding.status == "missing":
+                finding.causes.insert(
+                    0,
+                    "other reports of the job are there: this task failed or ran without nsys "
+                    "(see its lines in the job log), or its report was moved or deleted",
+                )
 
 
 def _match_entry(
