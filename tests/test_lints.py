@@ -53,6 +53,10 @@ CASES = {
         ["cluster.slurm.platform=hyperpod"],
         ["cluster.slurm.platform=hyperpod", "cluster.slurm.gres=false", "cluster.slurm.mpi=null"],
     ),
+    "NSG012": (
+        ["capture=window", "capture.delay=3500", "capture.duration=60"],
+        ["capture=window", "capture.delay=3400", "capture.duration=60"],
+    ),
 }
 
 
