@@ -21,6 +21,7 @@ from nsysgen.keys import catalog
 from nsysgen.pipeline import build_config
 from nsysgen.plan_report import as_json, as_table, sweep_table
 from nsysgen.show import show_config
+from nsysgen.verify_cli import run_verify
 
 # Per verb: its usage line and what it does; `nsysgen VERB --help` prints these and nothing else.
 VERBS: dict[str, tuple[str, str]] = {
@@ -48,6 +49,11 @@ VERBS: dict[str, tuple[str, str]] = {
     "analyze": (
         "nsysgen analyze REPORTS [--nsys NSYS] [--output DIR] [--nccl-tests-log FILE]",
         "NCCL collectives in nsys reports: kernel time per call and by message size (CSV, PNG).",
+    ),
+    "verify": (
+        "nsysgen verify FOLDER [--reports DIR] [--job-id ID] [--json]",
+        "After a job: is every report the setup promises there, readable, and holding the asked\n"
+        "capture? Exit 0 complete, 1 with a table of what is missing or wrong, 2 bad input.",
     ),
     "completion": (
         "nsysgen completion bash|zsh",
@@ -274,8 +280,9 @@ def run(argv: Sequence[str]) -> int:
     if first in ("--version", "-V"):
         print(f"nsysgen {__version__}")
         return EXIT_OK
-    if first in ("analyze", "completion"):
-        return (run_analyze if first == "analyze" else run_completion)(argv[1:])
+    own_parsers = {"analyze": run_analyze, "verify": run_verify, "completion": run_completion}
+    if first in own_parsers:
+        return own_parsers[first](argv[1:])
     args = parse_arguments(argv)
     if args.help and args.verb != "compile":
         print(verb_help(args.verb))

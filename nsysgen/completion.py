@@ -9,7 +9,7 @@ from __future__ import annotations
 from nsysgen.compose import GROUPS, Composer
 from nsysgen.keys import catalog
 
-VERB_WORDS = ("plan", "check", "show", "analyze", "completion")
+VERB_WORDS = ("plan", "check", "show", "analyze", "verify", "completion")
 
 
 def words() -> tuple[list[str], list[str]]:

@@ -19,6 +19,7 @@ from nsysgen.model import Config, Severity
 from nsysgen.overhead import THRESHOLD_PERCENT
 from nsysgen.plan import ProfilePlan
 from nsysgen.secrets import find_secrets
+from nsysgen.teardown import no_room_to_write
 
 if TYPE_CHECKING:
     from nsysgen.targets.base import Target
@@ -269,6 +270,13 @@ CORE_LINTS: tuple[Lint, ...] = (
         "step in a CUDA graph",
         "warning",
         _slows_the_job,
+    ),
+    Lint(
+        "NSG013",
+        "no room to write the report before the time limit",
+        "end the capture earlier or raise job.time_limit_min (see README, Teardown)",
+        "warning",
+        no_room_to_write,
     ),
 )
 

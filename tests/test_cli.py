@@ -28,7 +28,7 @@ def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
 def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path) -> None:
     result = run_nsysgen_process(cwd=tmp_path)
     assert result.code == 0, result.err
-    assert result.out == "generated/nccl-p5-slurm: 5 files (5 created)\n"
+    assert result.out == "generated/nccl-p5-slurm: 7 files (7 created)\n"
     files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert files == [
         "generated",
@@ -37,11 +37,13 @@ def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path
         "generated/nccl-p5-slurm/install-nsight.sh",
         "generated/nccl-p5-slurm/job.sbatch",
         "generated/nccl-p5-slurm/nsys-exec",
+        "generated/nccl-p5-slurm/nsysgen-expect.json",
         "generated/nccl-p5-slurm/nsysgen-manifest.json",
+        "generated/nccl-p5-slurm/nsysgen-verify.py",
         "generated/nccl-p5-slurm/recipes.sh",
     ]
     again = run_nsysgen_process(cwd=tmp_path)
-    assert again.out == "generated/nccl-p5-slurm: 5 files (unchanged)\n"
+    assert again.out == "generated/nccl-p5-slurm: 7 files (unchanged)\n"
 
 
 def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli: RunCli) -> None:

@@ -532,6 +532,7 @@ def scripts_of(folder: Path) -> list[Path]:
         and p not in present
         and p.name != "nsys-exec"  # run by srun, as on a cluster
         and os.access(p, os.X_OK)
+        and p.read_bytes().startswith((b"#!/bin/bash", b"#!/usr/bin/env bash"))
     ]
     return present + others
 

@@ -58,6 +58,10 @@ CASES = {
         ["workload=fsdp", "workload.estimate.kernels_per_second=20000"],
         ["workload=fsdp", "workload.estimate.kernels_per_second=10000"],
     ),
+    "NSG013": (
+        ["capture=window", "capture.delay=3500", "capture.duration=60"],
+        ["capture=window", "capture.delay=3400", "capture.duration=60"],
+    ),
 }
 
 

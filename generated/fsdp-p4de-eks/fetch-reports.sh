@@ -17,3 +17,6 @@ trap 'kubectl delete pod "$pod" --namespace "$namespace" --wait=false >/dev/null
 kubectl wait --namespace "$namespace" --for=condition=Ready "pod/$pod" --timeout=180s
 kubectl exec --namespace "$namespace" "$pod" -- tar -cf - -C /fsx/nsight-reports/fsdp-p4de-eks . | tar -xf - -C "$dest"
 ls -l "$dest"
+# Check what was copied against what this setup promises (exit 1: missing or wrong reports).
+here=$(dirname "$(readlink -f "$0")")
+exec python3 "$here/nsysgen-verify.py" "$here" --reports "$dest"

@@ -15,6 +15,8 @@ from nsysgen.ranks import RankSelection, TaskSet, iter_tasks, select, tasks_per_
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.common import install_script, recipes_script, workload_files
+from nsysgen.teardown import sbatch_options as teardown_options
+from nsysgen.teardown import write_seconds
 from nsysgen.workloads import LaunchShell, ShellExpr, program, typed_block
 
 WRAPPER = "nsys-exec"
@@ -113,6 +115,7 @@ def sbatch_directives(config: Config) -> list[tuple[str, str]]:
         "time": f"{hours:02d}:{minutes:02d}:00",
         # Relative to the submit directory, which exists (a missing log dir fails the job).
         "output": "%x_%j.out",
+        **teardown_options(config),
         **settings.sbatch,
     }
     if cluster.slurm_gres:
@@ -189,7 +192,6 @@ def _wrapper(config: Config, selection: RankSelection, plan: ProfilePlan) -> Art
             "collectors_text": describe(selection.collectors, per_gpu),
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
-            "stage_tmpdir": in_container(config) and "TMPDIR" not in dict(config.cluster.env),
         },
     )
 
@@ -214,6 +216,7 @@ def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
             "needs_head_node": prog.needs_head_node,
             "nemo_overrides": "nemo-overrides.txt" in prog.files,
             "wrapper": WRAPPER,
+            "report_dir": config.capture.report_dir,
             "launch_text": (
                 f"one task per GPU ({config.cluster.gpus_per_node} per node)"
                 if per_gpu
@@ -242,6 +245,8 @@ def _readme(
             "report_pattern": report_output(config) + ".nsys-rep",
             "step_env": dict(program(config, SHELL).env),
             "recipe_folders": [run.folder for run in recipe_runs(config)],
+            "signal": teardown_options(config).get("signal"),
+            "write_s": write_seconds(config),
         },
     )
 
@@ -254,6 +259,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         install_script(config),
         recipes_script(config),
         *workload_files(config),
+        *_verify_files(config),
     ]
     specs.append(_readme(config, selection, plan, sorted(s.path for s in specs)))
     return specs
@@ -315,3 +321,10 @@ class Slurm:
 
 
 TARGET = Slurm()
+
+
+def _verify_files(config: Config) -> list[ArtifactSpec]:
+    # Imported here: verify_expect reads the plan, which imports the targets.
+    from nsysgen.verify_expect import verify_files
+
+    return verify_files(config)

@@ -39,6 +39,7 @@ def main() -> int:
     parser.add_argument("--sleep-rank", type=int, default=-1)
     parser.add_argument("--sleep-steps", default="")
     parser.add_argument("--sleep-ms", type=float, default=0.0)
+    parser.add_argument("--idle", action="store_true", help="sleep through steps, no busy loop")
     args = parser.parse_args()
     late_steps = {int(s) for s in args.sleep_steps.split(",") if s}
     world = int(os.environ.get("SLURM_NTASKS", "1"))
@@ -52,6 +53,8 @@ def main() -> int:
             nvtx.push_range("profile")
         with nvtx.annotate(f"step {step}"):
             busy_until = time.monotonic() + args.step_seconds
+            if args.idle:
+                time.sleep(args.step_seconds)
             while time.monotonic() < busy_until:
                 pass
             time.sleep(0.002)  # a traced OS runtime call (nanosleep) in every step

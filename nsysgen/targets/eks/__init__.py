@@ -300,6 +300,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         ArtifactSpec("fetch-reports.sh", "eks/fetch-reports.sh.j2", context, True),
         recipes_script(config),
         *workload_files(config),
+        *_verify_files(config),
     ]
     readme = {
         **context,
@@ -376,3 +377,10 @@ class Eks:
 
 
 TARGET = Eks()
+
+
+def _verify_files(config: Config) -> list[ArtifactSpec]:
+    # Imported here: verify_expect reads the plan, which imports the targets.
+    from nsysgen.verify_expect import verify_files
+
+    return verify_files(config)

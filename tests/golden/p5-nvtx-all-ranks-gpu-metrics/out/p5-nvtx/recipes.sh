@@ -3,7 +3,10 @@
 # How to regenerate it, and from what: nsysgen-manifest.json in this folder.
 #
 # Turns the reports of job p5-nvtx into `nsys recipe` outputs, with nsys 2025.3.1.
-# Usage: recipes.sh [REPORT_DIR [OUTPUT_DIR]]
+# Usage: recipes.sh [--allow-partial] [--job-id ID] [REPORT_DIR [OUTPUT_DIR]]
+#   First nsysgen-verify.py checks that every report of the job is there and holds what was
+#   asked; a partial set stops here, unless --allow-partial. --job-id: which job (default: the
+#   newest in REPORT_DIR).
 #   REPORT_DIR defaults to /fsx/nsight-reports/p5-nvtx; OUTPUT_DIR to REPORT_DIR/recipes.
 #   NSYS and QDSTRM_IMPORTER override where nsys 2025.3.1 and its importer are.
 #   Each recipe writes OUTPUT_DIR/<recipe>/; the recipes' Python packages go to OUTPUT_DIR/.venv.
@@ -13,6 +16,16 @@ nsys=${NSYS:-/fsx/nsight-systems/2025.3.1/target-linux-x64/nsys}
 importer=${QDSTRM_IMPORTER:-/fsx/nsight-systems/2025.3.1/host-linux-x64/QdstrmImporter}
 # Every nsys install keeps the recipes' requirement files next to the nsys binary.
 requirements="$(dirname "$(readlink -f "$nsys")")/python/packages/nsys_recipe/requirements"
+allow_partial=false
+job_args=()
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --allow-partial) allow_partial=true; shift ;;
+    --job-id) job_args=(--job-id "${2:?recipes.sh: --job-id needs an ID}"); shift 2 ;;
+    --*) echo "recipes.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 report_dir=${1:-/fsx/nsight-reports/p5-nvtx}
 out_dir=${2:-$report_dir/recipes}
 shopt -s nullglob
@@ -31,7 +44,20 @@ if [ "${#reports[@]}" -eq 0 ]; then
   exit 1
 fi
 
-# 2. The recipes need numpy, pandas, pyarrow (requirements/common.txt), in an environment of their own.
+# 2. No analysis over a silently incomplete job. nsysgen-verify.py is nsysgen's `verify`, copied
+#    into this folder (standard library only), so it runs where nsysgen is not installed.
+here=$(dirname "$(readlink -f "$0")")
+verified=0
+python3 "$here/nsysgen-verify.py" "$here" --reports "$report_dir" --nsys "$nsys" \
+  --importer "$importer" "${job_args[@]}" || verified=$?
+if [ "$verified" -eq 1 ] && [ "$allow_partial" = true ]; then
+  echo "recipes.sh: warning: the reports above are incomplete; going on (--allow-partial)" >&2
+elif [ "$verified" -ne 0 ]; then
+  echo "recipes.sh: the job's reports are incomplete (see above); rerun with --allow-partial to analyse them anyway" >&2
+  exit 1
+fi
+
+# 3. The recipes need numpy, pandas, pyarrow (requirements/common.txt), in an environment of their own.
 venv="$out_dir/.venv"
 if [ ! -x "$venv/bin/python3" ]; then
   python3 -m venv "$venv"
@@ -39,7 +65,7 @@ if [ ! -x "$venv/bin/python3" ]; then
 fi
 export PATH="$venv/bin:$PATH"
 
-# 3. Every recipe reads all reports of the job.
+# 4. Every recipe reads all reports of the job.
 echo "recipes.sh: nvtx_sum"
 "$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite
 echo "recipes.sh: cuda_api_sum"

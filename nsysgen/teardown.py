@@ -1,0 +1,70 @@
+"""Teardown: give nsys time to write its reports before Slurm kills the job.
+
+At the time limit (and on `scancel`) Slurm sends SIGTERM to every process of the job, then
+SIGKILL after the cluster's KillWait (30 s by default). nsys 2023.4.4 stops collecting on SIGTERM
+and writes the report (measured, bench/teardown/RESULTS.md), but a report that takes longer than
+KillWait to write is lost. So a job whose capture may still be open at the time limit asks Slurm
+for SIGTERM early (`#SBATCH --signal=TERM@SECONDS`), with room for the report's writing, and a
+lint warns when a capture planned to end near the limit leaves no such room.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from nsysgen.estimate import estimate_report_size
+from nsysgen.model import Config
+
+if TYPE_CHECKING:  # plan imports the targets, which import this module
+    from nsysgen.plan import ProfilePlan
+
+# Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
+# the safe side of what was measured (a 26 MB .qdstrm converted in 0.4 s on a CPU run): a fixed
+# part plus a rate per byte of the finished report.
+WRITE_BASE_S = 20.0
+WRITE_BYTES_PER_S = 5e6
+# Slurm sends --signal up to 60 s earlier than asked (sbatch(1)), so no point in less.
+MIN_SIGNAL_S = 60
+
+
+def write_seconds(config: Config) -> int:
+    """Seconds nsys needs to write one report of this setup (the plan's size estimate)."""
+    size = estimate_report_size(config).bytes_per_report
+    return max(MIN_SIGNAL_S, math.ceil(WRITE_BASE_S + size / WRITE_BYTES_PER_S))
+
+
+def capture_may_reach_limit(config: Config) -> bool:
+    """True unless the capture is a window with a fixed end, well before the time limit."""
+    capture = config.capture
+    if capture.mode != "window" or not capture.duration:
+        return True
+    end = (capture.delay or 0) + capture.duration
+    return end + write_seconds(config) > config.job.time_limit_min * 60
+
+
+def sbatch_options(config: Config) -> dict[str, str]:
+    """#SBATCH options for a clean teardown: an early SIGTERM where the capture may be open."""
+    if not capture_may_reach_limit(config):
+        return {}
+    seconds = min(write_seconds(config), config.job.time_limit_min * 60 // 2)
+    return {"signal": f"TERM@{seconds}"}
+
+
+def no_room_to_write(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    """Lint: the planned capture ends so close to the time limit that the report cannot be
+    written before Slurm's SIGTERM (and SIGKILL after KillWait)."""
+    end, limit = plan.window_end_s, plan.time_limit_s
+    if end is None or end > limit:  # open-ended, or NSG003's error
+        return
+    need = write_seconds(config)
+    if end + need > limit:
+        path = "capture.duration" if config.capture.mode == "window" else "capture.last_step"
+        yield (
+            path,
+            f"the capture ends about {end:.0f} s after launch and nsys needs about {need} s to "
+            f"write a report of ~{plan.size.bytes_per_report / 1e6:.0f} MB, past the time limit "
+            f"of {limit} s: the report may be lost at teardown (allowed: capture end <= "
+            f"{limit - need} s)",
+        )

@@ -1,0 +1,667 @@
+"""Check the reports of one profiled job against what its setup promised.
+
+This module uses the standard library only: nsysgen copies it verbatim into every generated
+folder as nsysgen-verify.py, so that recipes.sh and fetch-reports.sh can check reports on a
+cluster or laptop where nsysgen is not installed (`python3 nsysgen-verify.py`). `nsysgen verify`
+runs the same code. What to expect comes from nsysgen-expect.json in the folder, which nsysgen
+writes from the same plan that `nsysgen plan` shows.
+
+Exit codes: 0 every expected report is there and holds what was asked; 1 something is missing or
+wrong (a table says what, per rank, and the likely cause); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_BAD_INPUT = 2
+EXPECT_FILE = "nsysgen-expect.json"
+EXPECT_FORMAT = 1
+# Per-job records in the report folder: job<ID>/nodes (written by job.sbatch) and
+# job<ID>/task<N>/ (nsys's TMPDIR, where a report being written when nsys was killed stays).
+STATE_DIR = ".nsysgen"
+NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
+_NS = 1e9
+
+
+class BadInput(Exception):
+    """Input that verify cannot work with: exit 2 with this message."""
+
+
+@dataclass
+class Finding:
+    """One expected report (or one unexpected file) and what is wrong with it."""
+
+    label: str  # "rank 9", "node 1", "pod ...-worker-0", or "extra"
+    node: str  # node name (index), as far as known
+    status: str  # ok | missing | empty | unreadable | wrong | extra
+    report: str | None = None
+    problems: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    job: str
+    job_id: str | None
+    report_dir: str
+    nsys_version: str
+    findings: list[Finding]
+    notes: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return all(f.status == "ok" for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.complete else EXIT_INCOMPLETE
+
+
+# ---------------------------------------------------------------------------------------------
+# Expectations
+
+
+def load_expect(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(
+            f"{path} not found: verify needs a folder compiled by nsysgen (with {EXPECT_FILE}); "
+            "regenerate the folder with this nsysgen"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise BadInput(f"{path}: not readable as JSON ({error})") from None
+    if not isinstance(data, dict) or data.get("format") != EXPECT_FORMAT:
+        raise BadInput(f"{path}: not an nsysgen expectations file of format {EXPECT_FORMAT}")
+    return data
+
+
+def _report_files(report_dir: Path) -> list[Path]:
+    files = [p for p in report_dir.iterdir() if p.suffix in (".nsys-rep", ".qdstrm")]
+    return sorted(p for p in files if p.is_file())
+
+
+def _stem(path: Path) -> str:
+    return path.name[: -len(path.suffix)]
+
+
+def _job_ids(expect: dict[str, Any], report_dir: Path, files: list[Path]) -> set[str]:
+    ids: set[str] = set()
+    for path in files:
+        for entry in expect["reports"]:
+            match = re.fullmatch(entry["regex"], _stem(path))
+            if match and match.groupdict().get("job"):
+                ids.add(match.group("job"))
+    state = report_dir / STATE_DIR
+    if state.is_dir():
+        ids |= {p.name[3:] for p in state.glob("job*") if p.name[3:].isdigit()}
+    return ids
+
+
+def _infer_job_id(
+    expect: dict[str, Any], report_dir: Path, files: list[Path], notes: list[str]
+) -> str:
+    ids = _job_ids(expect, report_dir, files)
+    if not ids:
+        raise BadInput(
+            f"no report or job record of job {expect['job']} in {report_dir}: pass "
+            "--job-id ID (and --reports DIR if the reports are elsewhere)"
+        )
+    newest = max(ids, key=int)
+    if len(ids) > 1:
+        notes.append(
+            f"several jobs in {report_dir} ({', '.join(sorted(ids, key=int))}): checked the "
+            f"newest, {newest}; pass --job-id for another"
+        )
+    return newest
+
+
+def _node_names(expect: dict[str, Any], report_dir: Path, job_id: str | None) -> dict[int, str]:
+    names: dict[int, str] = {}
+    nodes_file = report_dir / STATE_DIR / f"job{job_id}" / "nodes"
+    if job_id and nodes_file.is_file():
+        lines = nodes_file.read_text(encoding="utf-8").split()
+        names = dict(enumerate(lines))
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# nsys
+
+
+@dataclass
+class Tools:
+    nsys: str | None
+    importer: str | None
+    version: str | None
+
+
+def find_tools(expect: dict[str, Any], nsys: str | None, importer: str | None) -> Tools:
+    nsys = nsys or os.environ.get("NSYS") or expect.get("nsys")
+    if nsys and not os.access(nsys, os.X_OK):
+        nsys = shutil.which(nsys) if "/" not in nsys else None
+    if not nsys:
+        nsys = shutil.which("nsys")
+    importer = importer or os.environ.get("QDSTRM_IMPORTER") or expect.get("importer")
+    if importer and not os.access(importer, os.X_OK):
+        importer = shutil.which("QdstrmImporter")
+    version = None
+    if nsys:
+        proc = subprocess.run([nsys, "--version"], capture_output=True, text=True, check=False)
+        found = re.search(r"version (\S+)", proc.stdout)
+        version = found.group(1) if found else None
+    return Tools(nsys, importer, version)
+
+
+def convert(tools: Tools, qdstrm: Path, output: Path) -> str | None:
+    """QdstrmImporter qdstrm -> output; None when it worked, else why not."""
+    if not tools.importer:
+        return "no QdstrmImporter to convert it (set QDSTRM_IMPORTER)"
+    proc = subprocess.run(
+        [tools.importer, "--input-file", str(qdstrm), "--output-file", str(output)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0 or not output.is_file() or output.stat().st_size == 0:
+        last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
+        return f"QdstrmImporter failed (exit {proc.returncode}: {last[0][:200]})"
+    return None
+
+
+def export_sqlite(tools: Tools, report: Path) -> tuple[Path | None, str | None]:
+    """The report's SQLite export (an up-to-date one is reused); (None, why) if unreadable."""
+    target = report.with_suffix(".sqlite")
+    if target.is_file() and target.stat().st_mtime >= report.stat().st_mtime:
+        return target, None
+    if not tools.nsys:
+        return None, "no nsys to read it (set NSYS or pass --nsys)"
+    proc = subprocess.run(
+        [tools.nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
+        + ["--output", str(target), str(report)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0 or not target.is_file():
+        lines = [x for x in (proc.stdout + proc.stderr).splitlines() if "%" not in x]
+        return None, f"nsys export failed (exit {proc.returncode}: {' '.join(lines)[-200:]})"
+    return target, None
+
+
+# ---------------------------------------------------------------------------------------------
+# What a report holds
+
+
+@dataclass
+class Contents:
+    ranges: list[str]
+    kernels: int
+    osrt: int
+    gpu_metrics: int
+    duration_s: float | None
+
+
+def _count(db: sqlite3.Connection, table: str, where: str = "") -> int:
+    exists = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
+    ).fetchone()
+    if not exists:
+        return 0
+    row = db.execute(f"SELECT COUNT(*) FROM {table} {where}").fetchone()  # noqa: S608
+    return int(row[0])
+
+
+def read_contents(sqlite_file: Path) -> Contents:
+    with sqlite3.connect(f"file:{sqlite_file}?mode=ro", uri=True) as db:
+        ranges: list[str] = []
+        if _count(db, "NVTX_EVENTS"):
+            types = ",".join(map(str, NVTX_RANGE_TYPES))
+            rows = db.execute(
+                "SELECT COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN StringIds s "
+                f"ON e.textId = s.id WHERE e.eventType IN ({types}) ORDER BY e.start"  # noqa: S608
+            ).fetchall()
+            ranges = [str(r[0]) for r in rows if r[0] is not None]
+        duration = None
+        if _count(db, "ANALYSIS_DETAILS"):
+            row = db.execute("SELECT duration FROM ANALYSIS_DETAILS").fetchone()
+            duration = None if row is None or row[0] is None else float(row[0]) / _NS
+        return Contents(
+            ranges=ranges,
+            kernels=_count(db, "CUPTI_ACTIVITY_KIND_KERNEL"),
+            osrt=_count(db, "OSRT_API"),
+            gpu_metrics=_count(db, "GPU_METRICS"),
+            duration_s=duration,
+        )
+
+
+def _steps_text(steps: Sequence[int]) -> str:
+    if not steps:
+        return "none"
+    if list(steps) == list(range(steps[0], steps[-1] + 1)):
+        return f"{steps[0]}..{steps[-1]}" if len(steps) > 1 else str(steps[0])
+    return ",".join(map(str, steps))
+
+
+def never_opened(expect: dict[str, Any]) -> str:
+    """The likely cause when a report holds nothing of the asked capture, by capture mode."""
+    capture = expect["capture"]
+    mode = capture["mode"]
+    if mode == "steps":
+        return (
+            f"window never reached: the job ended before step {capture['first_step']} (or the "
+            "step helper is not in the training loop / NSYSGEN_PROFILE_* are not exported)"
+        )
+    if mode == "nvtx":
+        return (
+            f"capture range never started: the program never opened NVTX range "
+            f"'{capture['nvtx_range']}'"
+        )
+    if capture.get("delay"):
+        return (
+            f"window never reached: the program ended before the window opened "
+            f"({capture['delay']} s after launch)"
+        )
+    return "the program ended before nsys recorded anything"
+
+
+def _check_steps(
+    capture: dict[str, Any], expect: dict[str, Any], ranges: list[str], found: Finding
+) -> None:
+    regex = capture["step_regex"]
+    steps = sorted({int(m.group(1)) for name in ranges if (m := re.fullmatch(regex, name))})
+    first, last = capture["first_step"], capture["last_step"]
+    if not steps:
+        found.problems.append(f"no step ranges: asked steps {first}..{last}")
+        found.causes.append(never_opened(expect))
+    elif steps != list(range(first, last + 1)):
+        found.problems.append(f"holds steps {_steps_text(steps)}, asked {first}..{last}")
+        if steps[-1] < last:
+            found.causes.append(f"the job ended (or was stopped) before step {last}")
+        else:
+            found.causes.append("the capture did not open and close at the asked steps")
+
+
+def _check_window(
+    capture: dict[str, Any], tolerance_s: float, got: float | None, found: Finding
+) -> None:
+    asked = float(capture["duration"])
+    tolerance = max(tolerance_s, asked * 0.1)
+    if got is None:
+        found.notes.append("capture length not in the report: not checked")
+    elif abs(got - asked) > tolerance:
+        found.problems.append(
+            f"capture lasted {got:.1f} s, asked {asked:g} s (tolerance {tolerance:.1f} s)"
+        )
+        found.causes.append(
+            "the program ended (or the job was stopped) before the window's end"
+            if got < asked
+            else "the capture was not stopped at the window's end"
+        )
+
+
+def _check_capture(expect: dict[str, Any], contents: Contents, found: Finding) -> None:
+    capture = expect["capture"]
+    if capture["mode"] == "steps" and capture.get("step_regex"):
+        _check_steps(capture, expect, contents.ranges, found)
+    elif capture["mode"] == "nvtx" and capture["nvtx_range"] not in contents.ranges:
+        found.problems.append(f"no NVTX range '{capture['nvtx_range']}'")
+        found.causes.append(never_opened(expect))
+    elif capture["mode"] == "window" and capture.get("duration"):
+        _check_window(capture, float(expect["tolerance_s"]), contents.duration_s, found)
+
+
+def _check_traced(trace: set[str], contents: Contents, found: Finding) -> None:
+    if "cuda" in trace and contents.kernels == 0:
+        found.problems.append("no CUDA kernels although cuda is traced")
+        found.causes.append(
+            "no GPU work inside the capture (window outside the training loop), or CUDA "
+            "tracing failed (CUPTI errors in the job log)"
+        )
+    if "nvtx" in trace and not contents.ranges:
+        found.problems.append("no NVTX ranges although nvtx is traced")
+        found.causes.append(
+            "the program emits no NVTX ranges in the window (PyPI nvtx >= 0.2.12 records none "
+            "under nsys 2023.4)"
+        )
+    if "osrt" in trace and contents.osrt == 0:
+        found.problems.append("no OS runtime calls although osrt is traced")
+        found.causes.append("OS runtime tracing failed to inject (see the job log)")
+
+
+def _check_collectors(
+    planned: dict[str, Any], collectors: bool, contents: Contents, found: Finding
+) -> None:
+    if planned.get("gpu_metrics"):
+        if collectors and contents.gpu_metrics == 0:
+            found.problems.append("no GPU metrics although this report should hold them")
+            found.causes.append("GPU metrics need counter access (ERR_NVGPUCTRPERM) on the node")
+        if not collectors and contents.gpu_metrics:
+            found.problems.append("GPU metrics in a report that should not collect them")
+            found.causes.append("a second collector per node: the samples are duplicated")
+    if planned.get("efa_metrics") and collectors:
+        found.notes.append("EFA metrics rows are not checked (no stable table name)")
+
+
+def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool) -> Finding:
+    """What is wrong with a readable report: the capture, the traced APIs, the collectors."""
+    found = Finding(label="", node="", status="ok")
+    _check_capture(expect, contents, found)
+    _check_traced(set(expect["trace"]), contents, found)
+    _check_collectors(expect["collectors"], collectors, contents, found)
+    if found.problems:
+        found.status = "wrong"
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole job
+
+
+def _teardown_cause(folder: Path | None, job_id: str | None) -> str | None:
+    """What the Slurm log of the job says about how it ended, if it is in the folder."""
+    if folder is None or job_id is None:
+        return None
+    for log in sorted(folder.glob(f"*_{job_id}.out")):
+        text = log.read_text(encoding="utf-8", errors="replace")
+        if "DUE TO TIME LIMIT" in text:
+            return "the job hit its time limit"
+        if "CANCELLED AT" in text:
+            return "the job was cancelled"
+    return None
+
+
+def verify(
+    expect: dict[str, Any],
+    report_dir: Path,
+    job_id: str | None = None,
+    nsys: str | None = None,
+    importer: str | None = None,
+    folder: Path | None = None,
+) -> Result:
+    if not report_dir.is_dir():
+        raise BadInput(f"report folder {report_dir} does not exist (pass --reports DIR)")
+    files = _report_files(report_dir)
+    notes: list[str] = []
+    if job_id is None and expect["job_in_name"]:
+        job_id = _infer_job_id(expect, report_dir, files, notes)
+    if job_id is not None and not job_id.isdigit():
+        raise BadInput(f"--job-id {job_id}: not a Slurm job id")
+    tools = find_tools(expect, nsys, importer)
+    if tools.nsys is None:
+        raise BadInput("no nsys found to read the reports: pass --nsys or set NSYS")
+    wanted = expect["nsys_version"]
+    if tools.version and not tools.version.startswith(wanted):
+        notes.append(f"reports read with nsys {tools.version}; the setup's is {wanted}")
+    nodes = _node_names(expect, report_dir, job_id)
+    teardown = _teardown_cause(folder, job_id)
+    claimed: set[Path] = set()
+    findings = []
+    for entry in expect["reports"]:
+        mine, node_name = _match_entry(entry, files, job_id, nodes.get(entry["node"]))
+        finding = _check_one(expect, entry, mine, report_dir, job_id, node_name, tools)
+        if finding.status != "ok" and teardown:
+            finding.causes.insert(0, teardown)
+        claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
+        findings.append(finding)
+    _blame_missing_tasks(findings)
+    findings.extend(_extras(expect, [p for p in files if p not in claimed], job_id))
+    return Result(expect["job"], job_id, str(report_dir), wanted, findings, notes)
+
+
+def _blame_missing_tasks(findings: list[Finding]) -> None:
+    """When other reports of the job are there, a missing one is about its own task."""
+    if any(f.status == "ok" for f in findings):
+        for finding in findings:
+            if finding.status == "missing":
+                finding.causes.insert(
+                    0,
+                    "other reports of the job are there: this task failed or ran without nsys "
+                    "(see its lines in the job log), or its report was moved or deleted",
+                )
+
+
+def _match_entry(
+    entry: dict[str, Any], files: list[Path], job_id: str | None, node_name: str | None
+) -> tuple[list[Path], str | None]:
+    """The files of one expected report, and its node's name: as nsys wrote it into the report's
+    name, else from the job's node record (job.sbatch writes it)."""
+    regex = entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or ""))
+    mine = [p for p in files if re.fullmatch(regex, _stem(p))]
+    for path in mine:
+        match = re.fullmatch(regex, _stem(path))
+        if match and match.groupdict().get("node"):
+            node_name = match.group("node")
+    return mine, node_name
+
+
+def _expected_name(
+    expect: dict[str, Any], entry: dict[str, Any], job_id: str | None, node: str | None
+) -> str | None:
+    """The report's file name without suffix, when every part of it is known."""
+    fmt = entry.get("name")
+    if fmt is None or (expect["job_in_name"] and not job_id) or ("{node}" in fmt and not node):
+        return None
+    return str(fmt.format(job=job_id, node=node))
+
+
+def _salvage(
+    expect: dict[str, Any],
+    entry: dict[str, Any],
+    qdstrms: list[Path],
+    report_dir: Path,
+    job_id: str | None,
+    name: str | None,
+    tools: Tools,
+    finding: Finding,
+) -> Path | None:
+    """Convert a .qdstrm left by a killed nsys (in the report folder, or in the task's temp dir
+    under .nsysgen/) into the report; None if there is none or it does not convert."""
+    salvage = qdstrms[:1]
+    state = report_dir / STATE_DIR / f"job{job_id}" / f"task{entry['task']}"
+    if not salvage and state.is_dir():
+        salvage = sorted(state.rglob("*.qdstrm"))[:1]
+    if not salvage:
+        return None
+    source = salvage[0]
+    target = (
+        source.with_suffix(".nsys-rep")
+        if source.parent == report_dir
+        else report_dir / f"{name or _stem(source)}.nsys-rep"
+    )
+    why = convert(tools, source, target)
+    if why:
+        finding.status = "unreadable"
+        finding.report = str(source)
+        finding.problems.append(f"only a .qdstrm, which does not convert: {why}")
+        finding.causes.append(
+            "nsys was killed while capturing or writing (time limit or cancel: see README, "
+            "Teardown)"
+        )
+        return None
+    finding.notes.append(
+        f"converted leftover {source.name} with QdstrmImporter of nsys "
+        f"{tools.version or expect['nsys_version']}"
+    )
+    return target
+
+
+def _check_one(
+    expect: dict[str, Any],
+    entry: dict[str, Any],
+    mine: list[Path],
+    report_dir: Path,
+    job_id: str | None,
+    node_name: str | None,
+    tools: Tools,
+) -> Finding:
+    node = f"{node_name} ({entry['node']})" if node_name else f"node index {entry['node']}"
+    finding = Finding(label=entry["label"], node=node, status="ok")
+    reps = [p for p in mine if p.suffix == ".nsys-rep"]
+    qdstrms = [p for p in mine if p.suffix == ".qdstrm"]
+    name = _expected_name(expect, entry, job_id, node_name)
+    report = reps[0] if reps else None
+    if report is None:
+        report = _salvage(expect, entry, qdstrms, report_dir, job_id, name, tools, finding)
+        if finding.status != "ok":
+            return finding
+    if report is None:
+        finding.status = "missing"
+        finding.report = f"{name}.nsys-rep" if name else None
+        finding.problems.append("no report")
+        finding.causes.append(never_opened(expect))
+        finding.causes.append("or the task was killed before nsys wrote anything")
+        return finding
+    finding.report = report.name
+    for extra in reps[1:]:
+        finding.notes.append(f"also matches {extra.name}")
+    if report.stat().st_size == 0:
+        finding.status = "empty"
+        finding.problems.append("the report is empty (0 bytes)")
+        finding.causes.append("nsys was killed while writing it")
+        return finding
+    sqlite_file, why = export_sqlite(tools, report)
+    if sqlite_file is None:
+        finding.status = "unreadable"
+        finding.problems.append(f"not readable by nsys {tools.version}: {why}")
+        finding.causes.append("a truncated report: nsys was killed while writing it")
+        return finding
+    try:
+        contents = read_contents(sqlite_file)
+    except sqlite3.Error as error:
+        finding.status = "unreadable"
+        finding.problems.append(f"its SQLite export is unreadable ({error})")
+        return finding
+    checked = check_contents(expect, contents, entry["collectors"])
+    finding.status = checked.status
+    finding.problems += checked.problems
+    finding.causes += checked.causes
+    finding.notes += checked.notes
+    return finding
+
+
+def _extras(expect: dict[str, Any], files: list[Path], job_id: str | None) -> list[Finding]:
+    findings = []
+    generic = expect["generic_regex"]
+    for path in files:
+        if path.suffix == ".qdstrm" and path.with_suffix(".nsys-rep") not in files:
+            pass
+        elif path.suffix == ".qdstrm":
+            continue  # the .nsys-rep of the same name is the one reported
+        finding = Finding(label="extra", node="", status="extra", report=path.name)
+        match = re.fullmatch(generic, _stem(path)) if generic else None
+        values = {k: v for k, v in (match.groupdict() if match else {}).items() if v}
+        other_job = values.get("SLURM_JOB_ID")
+        if match and other_job and job_id and other_job != job_id:
+            finding.problems.append(f"a report of another job ({other_job})")
+            finding.causes.append("left from an earlier run in the same report folder")
+        elif match:
+            who = values.get("SLURM_PROCID") or values.get("SLURM_NODEID") or "?"
+            finding.node = values.get("SLURMD_NODENAME", "")
+            finding.problems.append(f"task {who} recorded but should not")
+            finding.causes.append("the wrapper's rank selection differs from this setup's")
+        else:
+            finding.problems.append("not a report name of this setup")
+            finding.causes.append("a stray file in the report folder")
+        findings.append(finding)
+    return findings
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def as_json(result: Result) -> str:
+    data = {
+        "job": result.job,
+        "job_id": result.job_id,
+        "report_dir": result.report_dir,
+        "nsys_version": result.nsys_version,
+        "complete": result.complete,
+        "exit_code": result.exit_code,
+        "reports": [asdict(f) for f in result.findings if f.status != "extra"],
+        "extras": [asdict(f) for f in result.findings if f.status == "extra"],
+        "notes": result.notes,
+    }
+    return json.dumps(data, indent=1, sort_keys=True)
+
+
+def as_table(result: Result) -> str:
+    expected = [f for f in result.findings if f.status != "extra"]
+    job = f"job {result.job}" + (f" ({result.job_id})" if result.job_id else "")
+    lines = [f"verify: {job}: {len(expected)} reports expected in {result.report_dir}"]
+    rows = [(f.label, f.node, f.status.upper(), f.report or "-") for f in result.findings]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(_HEAD)]
+    lines.append(_row(_HEAD, widths))
+    for finding, row in [(f, rows[i]) for i, f in enumerate(result.findings)]:
+        lines.append(_row(row, widths))
+        lines += [f"    problem: {p}" for p in finding.problems]
+        lines += [f"    likely cause: {c}" for c in finding.causes]
+        lines += [f"    note: {n}" for n in finding.notes]
+    lines += [f"note: {n}" for n in result.notes]
+    bad = [f for f in expected if f.status != "ok"]
+    extras = len(result.findings) - len(expected)
+    if result.complete:
+        lines.append(f"verify: complete: {len(expected)} of {len(expected)} reports ok")
+    else:
+        lines.append(
+            f"verify: INCOMPLETE: {len(bad)} of {len(expected)} reports missing or wrong, "
+            f"{extras} unexpected"
+        )
+    return "\n".join(lines)
+
+
+_HEAD = ("task", "node", "status", "report")
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip()
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> int:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Check that a profiled job's reports are all there and hold what was asked.",
+        epilog="Exit codes: 0 complete, 1 missing or wrong reports, 2 bad input.",
+    )
+    parser.add_argument(
+        "folder", type=Path, nargs="?", help=f"the generated folder (with {EXPECT_FILE})"
+    )
+    parser.add_argument("--reports", type=Path, help="report folder (default: the setup's)")
+    parser.add_argument("--job-id", help="Slurm job id (default: inferred from the reports)")
+    parser.add_argument("--nsys", help="nsys to read reports with (default: $NSYS, the setup's)")
+    parser.add_argument("--importer", help="QdstrmImporter (default: $QDSTRM_IMPORTER, setup's)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        return EXIT_OK if stop.code == 0 else EXIT_BAD_INPUT
+    folder = args.folder or Path(__file__).resolve().parent
+    try:
+        expect = load_expect(folder / EXPECT_FILE)
+        report_dir = args.reports or Path(expect["report_dir"])
+        result = verify(expect, report_dir, args.job_id, args.nsys, args.importer, folder)
+    except BadInput as error:
+        print(f"verify: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(as_json(result) if args.json else as_table(result))
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""`nsysgen verify` on real jobs: the local Slurm cluster, nsys 2023.4.4, a CPU program with NVTX
+"step N" ranges. Four jobs run at once (2 nodes x 2 tasks each): a complete capture, a window that
+opens after the program's end, a job cancelled during its capture and one that runs into its
+time limit; the tests then check what verify says about each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.realparts import LocalCluster, python_workload
+
+pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
+
+SHAPE = ["cluster.gpus_per_node=2", "target.exclusive=false", "capture.trace=[nvtx,osrt]"]
+JOBS = {
+    # name: (program arguments, overrides)
+    "vf-complete": (
+        ["--steps=8", "--profile-steps=3:5"],
+        ["capture=nvtx", "capture.nvtx_range=profile", "capture.ranks=[0,3]"],
+    ),
+    "vf-late": (
+        ["--steps=4"],
+        ["capture=window", "capture.delay=25", "capture.duration=5", "capture.ranks=[1]"],
+    ),
+    "vf-cancel": (
+        ["--steps=600", "--step-seconds=0.1", "--idle"],
+        ["capture=window", "capture.delay=0", "capture.duration=40", "capture.ranks=[0,2]"],
+    ),
+    "vf-limit": (
+        ["--steps=1200", "--step-seconds=0.1", "--idle"],
+        [
+            "capture=window",
+            "capture.delay=0",
+            "capture.duration=0",
+            "capture.ranks=[2]",
+            "job.time_limit_min=1",
+        ],
+    ),
+}
+CANCEL_AFTER_S = 12
+
+
+@dataclass(frozen=True)
+class Job:
+    folder: Path
+    job_id: str
+    reports: Path
+
+
+def _state(cluster: LocalCluster, job_id: str) -> str:
+    out = subprocess.run(
+        ["scontrol", "show", "job", job_id], env=cluster.env, capture_output=True, text=True
+    ).stdout
+    return out.split("JobState=")[1].split()[0] if "JobState=" in out else "GONE"
+
+
+@pytest.fixture(scope="module")
+def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job]]:
+    submitted: dict[str, Job] = {}
+    for name, (program, overrides) in JOBS.items():
+        limit = [] if any(o.startswith("job.time") for o in overrides) else ["job.time_limit_min=5"]
+        markers = local_cluster.shared_fs / "jobs" / name / "markers"
+        folder = local_cluster.compile(
+            *python_workload(local_cluster, *program, f"--marker-dir={markers}"),
+            *SHAPE,
+            *overrides,
+            *limit,
+            f"job.name={name}",
+        )
+        markers.mkdir()
+        proc = subprocess.run(
+            ["sbatch", "--parsable", "job.sbatch"],
+            cwd=folder,
+            env=local_cluster.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        job_id = proc.stdout.strip().split(";")[0]
+        reports = local_cluster.shared_fs / "nsight-reports" / name
+        submitted[name] = Job(folder, job_id, reports)
+    started: dict[str, float] = {}
+    cancelled = False
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        states = {name: _state(local_cluster, job.job_id) for name, job in submitted.items()}
+        for name, state in states.items():
+            if state == "RUNNING":
+                started.setdefault(name, time.monotonic())
+        if not cancelled and time.monotonic() - started.get("vf-cancel", 1e18) > CANCEL_AFTER_S:
+            subprocess.run(["scancel", submitted["vf-cancel"].job_id], env=local_cluster.env)
+            cancelled = True
+        if all(
+            s not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING") for s in states.values()
+        ):
+            break
+        time.sleep(0.5)
+    yield submitted
+
+
+def verify(job: Job, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The folder's own standalone nsysgen-verify.py, as recipes.sh runs it."""
+    return subprocess.run(
+        [sys.executable, str(job.folder / "nsysgen-verify.py"), str(job.folder), *extra],
+        capture_output=True,
+        text=True,
+    )
+
+
+def copy_reports(job: Job, tmp_path: Path) -> Path:
+    copy = tmp_path / "reports"
+    shutil.copytree(job.reports, copy)
+    return copy
+
+
+def test_complete_job_verifies(jobs: dict[str, Job], run_cli) -> None:  # type: ignore[no-untyped-def]
+    job = jobs["vf-complete"]
+    result = run_cli("verify", str(job.folder), "--json")
+    assert result.code == 0, result.out + result.err
+    data = json.loads(result.out)
+    assert data["job_id"] == job.job_id and data["complete"] is True
+    assert [(r["label"], r["node"], r["status"]) for r in data["reports"]] == [
+        ("rank 0", "node1 (0)", "ok"),
+        ("rank 3", "node2 (1)", "ok"),
+    ]
+    assert data["extras"] == []
+
+
+def test_deleted_rank_is_named_with_its_node(jobs: dict[str, Job], tmp_path: Path) -> None:
+    job = jobs["vf-complete"]
+    reports = copy_reports(job, tmp_path)
+    for path in reports.glob(f"vf-complete_job{job.job_id}_rank3_*"):
+        path.unlink()
+    proc = verify(job, "--reports", str(reports))
+    print(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "rank 3  node2 (1)  MISSING" in proc.stdout
+    assert "rank 0  node1 (0)  OK" in proc.stdout
+    assert "verify: INCOMPLETE: 1 of 2 reports missing or wrong, 0 unexpected" in proc.stdout
+
+
+def test_stray_reports_are_flagged(jobs: dict[str, Job], tmp_path: Path) -> None:
+    job = jobs["vf-complete"]
+    reports = copy_reports(job, tmp_path)
+    rank0 = next(reports.glob(f"vf-complete_job{job.job_id}_rank0_*.nsys-rep"))
+    shutil.copy(rank0, reports / f"vf-complete_job{job.job_id}_rank1_node0_node1.nsys-rep")
+    shutil.copy(rank0, reports / "vf-complete_job999999_rank0_node0_node1.nsys-rep")
+    shutil.copy(rank0, reports / "notes.nsys-rep")
+    proc = verify(job, "--reports", str(reports), "--job-id", job.job_id)
+    print(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "problem: task 1 recorded but should not" in proc.stdout
+    assert "problem: a report of another job (999999)" in proc.stdout
+    assert "problem: not a report name of this setup" in proc.stdout
+    assert "verify: INCOMPLETE: 0 of 2 reports missing or wrong, 3 unexpected" in proc.stdout
+
+
+def test_window_after_the_last_step_was_never_reached(jobs: dict[str, Job]) -> None:
+    proc = verify(jobs["vf-late"])
+    print(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "rank 1  node1 (0)  MISSING" in proc.stdout
+    assert (
+        "likely cause: window never reached: the program ended before the window opened "
+        "(25 s after launch)" in proc.stdout
+    )
+
+
+def test_cancelled_mid_capture_keeps_its_reports_and_says_what_is_lost(
+    jobs: dict[str, Job],
+) -> None:
+    job = jobs["vf-cancel"]
+    proc = verify(job)
+    print(proc.stdout)
+    # Both reports survive the cancel (nsys writes them on SIGTERM); the capture is shorter
+    # than asked, and verify says so, with the cause from the job's log.
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count(" WRONG ") == 2, proc.stdout
+    assert "asked 40 s" in proc.stdout
+    assert "likely cause: the job was cancelled" in proc.stdout
+    assert "likely cause: the program ended (or the job was stopped) before the window" in (
+        proc.stdout
+    )
+    assert len(list(job.reports.glob("*.nsys-rep"))) == 2
+
+
+def test_time_limit_signal_lets_nsys_write_the_report(jobs: dict[str, Job]) -> None:
+    """The report survives the time limit (SIGTERM from --signal, before the limit), or verify
+    says exactly what was lost: the capture nsys left in the task's temp dir, unconvertible.
+    (Slurm may send the signal up to 60 s early, on a 1-minute job even during nsys's start.)"""
+    job = jobs["vf-limit"]
+    assert "#SBATCH --signal=TERM@30" in (job.folder / "job.sbatch").read_text()
+    proc = verify(job)
+    print(proc.stdout)
+    if proc.returncode == 0:
+        assert "rank 2  node2 (1)  OK" in proc.stdout
+    else:
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "rank 2  node2 (1)  UNREADABLE" in proc.stdout, proc.stdout
+        assert "problem: only a .qdstrm, which does not convert" in proc.stdout
+        assert "likely cause: nsys was killed while capturing or writing" in proc.stdout
