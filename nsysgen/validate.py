@@ -155,6 +155,10 @@ def _issues_from(error: ValidationError, block: str = "") -> Iterator[Issue]:
         values = cast(list[Any], value) if kind == "enum" else [value]
         choices = allowed or ", ".join(_show(v) for v in values)
         yield Issue(dotted(path), f"{_show(error.instance)} is not allowed (allowed: {choices})")
+    elif "propertyNames" in error.relative_schema_path and isinstance(error.instance, str):
+        # A key that may not be used: name it in the path, like an unknown key.
+        detail = allowed or _fallback_allowed(error)
+        yield Issue(dotted([*path, error.instance]), f"key not allowed (allowed: {detail})")
     elif kind in ("oneOf", "anyOf", "pattern", "not", "propertyNames"):
         detail = allowed or _fallback_allowed(error)
         yield Issue(dotted(path), f"{_show(error.instance)} is not allowed (allowed: {detail})")
