@@ -222,7 +222,7 @@ def enumerate_fields() -> list[Field]:  # noqa: C901 - one walk, many node kinds
                 if tuple(p for p in parts if isinstance(p, str)) in schema_maps:
                     add(scenario, target, parts, "key")
                     if not node:  # an empty map: a new entry's value is a field too
-                        add(scenario, target, (*parts, "NSGX"), "value")
+                        add(scenario, target, (*parts, "nsgx"), "value")
                 for key, value in node.items():
                     walk(value, (*parts, str(key)), scenario, target)
             elif isinstance(node, list):
@@ -892,7 +892,7 @@ print(
 FAST = {
     ("cluster.env.<key>", "cmdsubst"),
     ("workload.python.args[0]", "squote-break"),
-    ("target.sbatch.NSGX", "newline"),
+    ("target.sbatch.nsgx", "newline"),
 }
 # Through --config-dir files (a fresh Hydra load per case, ~3x the cost of an override), CI runs
 # these values for every field; NSYSGEN_HOSTILE_FULL=1 runs all of them (see SECURITY.md).
@@ -945,11 +945,11 @@ def test_matrix_covers_every_kind_of_field() -> None:
     for expected in (
         "job.name",
         "cluster.env.<key>",
-        "target.sbatch.NSGX",
+        "target.sbatch.nsgx",
         "workload.nccl.build_dir",
         "workload.python.interpreter",
         "workload.container_image",
-        "capture.extra_args[0]" if "capture.extra_args[0]" in names else "capture.extra_args.NSGX",
+        "capture.extra_args[0]" if "capture.extra_args[0]" in names else "capture.extra_args.nsgx",
         "nsight.install.urls[0]",
         "target.torchrun_path",
         "target.nsight_image",

@@ -249,3 +249,33 @@ def test_plan_into_a_closed_pipe_is_not_a_bug(tmp_path: Path) -> None:
     )
     assert proc.stdout.endswith("rc=0\n"), proc
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_job_sbatch_survives_a_100000_node_allocation(tmp_path: Path, run_cli: Run) -> None:
+    """Under `set -euo pipefail`, a pipe whose reader stops early kills the writer with SIGPIPE
+    and fails the job; the head node of a 100,000-node list must not do that."""
+    assert run_cli("experiment=fsdp-p4de", f"output_dir={tmp_path}").code == 0
+    folder = tmp_path / "fsdp-p4de"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(
+        "#!/bin/bash\nfor ((i = 0; i < 100000; i++)); do echo \"node$i\"; done\n"
+    )
+    (bin_dir / "srun").write_text('#!/bin/bash\necho "srun $*" > "$SRUN_LOG"\n')
+    for tool in ("scontrol", "srun"):
+        (bin_dir / tool).chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "NSYSGEN_DIR": str(folder),
+        "SLURM_JOB_ID": "1",
+        "SLURM_JOB_NODELIST": "node[0-99999]",
+        "SLURM_JOB_NUM_NODES": "100000",
+        "SRUN_LOG": str(tmp_path / "srun.log"),
+    }
+    for _ in range(3):  # SIGPIPE is a race: a pipe that can break does so in some runs
+        proc = subprocess.run(
+            ["bash", str(folder / "job.sbatch")], env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert "--rdzv_endpoint=node0:29500" in (tmp_path / "srun.log").read_text()
