@@ -3,7 +3,9 @@ message sizes, nsys 2025.3.1), and the recipes that fit a capture."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import shutil
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.cli import main
 from tests.conftest import REPO, CliResult, RunCli
 
 INSTALL_HINT = "pip install 'nsysgen[analyze]'"
@@ -31,14 +34,18 @@ NCCL_TESTS_LOG = """\
 Analysed = tuple[Path, CliResult]
 
 
-@pytest.fixture
-def analysed(tmp_path: Path, run_cli: RunCli) -> Analysed:
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory: pytest.TempPathFactory) -> Analysed:
+    """One analysis (plots included, the slow part) for every test that reads its outputs."""
+    tmp_path = tmp_path_factory.mktemp("analysed")
     shutil.copy(GPU_SQLITE, tmp_path / GPU_SQLITE.name)
     log = tmp_path / "nccl-tests.log"
     log.write_text(NCCL_TESTS_LOG)
-    result = run_cli("analyze", str(tmp_path), "--nccl-tests-log", str(log))
-    assert result.code == 0, result.err
-    return tmp_path / "analysis", result
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["analyze", str(tmp_path), "--nccl-tests-log", str(log)])
+    assert code == 0, err.getvalue()
+    return tmp_path / "analysis", CliResult(code, out.getvalue(), err.getvalue())
 
 
 def test_calls_sizes_and_counts_match_what_the_program_did(analysed: Analysed) -> None:

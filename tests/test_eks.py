@@ -149,6 +149,7 @@ def test_validators_catch_the_guides_manifest() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_pytorchjob_carries_label_resources_efa_and_secret_refs(eks_tree: Path) -> None:
     job = load_generated_yaml(eks_tree / "fsdp-p4de-eks" / "pytorchjob.yaml")
     specs = job["spec"]["pytorchReplicaSpecs"]
@@ -263,6 +264,7 @@ def test_guide_mistakes_are_input_errors(name: str, tmp_path: Path, run_cli: Run
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_eks_scripts_quote_the_namespace_and_clean_up_leftovers(eks_tree: Path) -> None:
     folder = eks_tree / "fsdp-p4de-eks"
     uninstall = (folder / "uninstall-injector.sh").read_text()
