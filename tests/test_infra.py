@@ -144,3 +144,41 @@ def test_apt_config_names_where_the_sources_are(tmp_path: Path) -> None:
 
 def test_the_script_names_no_host() -> None:
     assert "://" not in SCRIPT.read_text()
+
+
+MIRROR_HOSTS = ("deb.debian.org", "archive.ubuntu.com", "pypi.org", "pythonhosted.org", "npmjs")
+
+
+def test_the_repository_names_no_package_mirror() -> None:
+    hits = []
+    for folder in ("nsysgen", "conf", "schemas", "generated", "tests/golden", "tests/infra"):
+        for path in (REPO / folder).rglob("*"):
+            if path.is_file() and path.suffix not in {".deb", ".sqlite", ".nsys-rep", ".png"}:
+                text = path.read_text(errors="replace")
+                hits += [f"{path.relative_to(REPO)}: {h}" for h in MIRROR_HOSTS if h in text]
+    assert hits == []
+
+
+def test_install_script_takes_debian_packages_from_the_machines_mirror(tmp_path: Path) -> None:
+    from nsysgen.cli import main
+
+    assert main(["nsight=2023.4.4", "job.name=j", f"output_dir={tmp_path}"]) == 0
+    script = tmp_path / "j" / "install-nsight.sh"
+    text = script.read_text().replace("root=", f"root={tmp_path}/root #", 1)
+    script.write_text(text)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "curl").write_text('#!/bin/bash\necho "${@: -1}" >> "$CURL_LOG"\nexit 1\n')
+    (stub / "curl").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{stub}:{os.environ['PATH']}",
+        "DEBIAN_MIRROR": "http://mirror.invalid/debian/",
+        "CURL_LOG": str(tmp_path / "curl.log"),
+    }
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert proc.returncode != 0  # the stand-in curl fails: only the URL matters here
+    assert (tmp_path / "curl.log").read_text().splitlines() == [
+        "http://mirror.invalid/debian/pool/non-free/n/nvidia-cuda-toolkit/"
+        "nsight-systems-target_2023.4.4.54~12.4.1-2_amd64.deb"
+    ]

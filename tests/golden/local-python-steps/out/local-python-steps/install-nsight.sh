@@ -21,7 +21,7 @@ if [ -x "$nsys" ]; then
   exit 0
 fi
 
-urls=('http://deb.debian.org/debian/pool/non-free/n/nvidia-cuda-toolkit/nsight-systems-target_2023.4.4.54~12.4.1-2_amd64.deb' 'http://deb.debian.org/debian/pool/non-free/n/nvidia-cuda-toolkit/nsight-systems_2023.4.4.54~12.4.1-2_amd64.deb')
+urls=('debian:pool/non-free/n/nvidia-cuda-toolkit/nsight-systems-target_2023.4.4.54~12.4.1-2_amd64.deb' 'debian:pool/non-free/n/nvidia-cuda-toolkit/nsight-systems_2023.4.4.54~12.4.1-2_amd64.deb')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -29,7 +29,26 @@ if [ "$#" -gt 0 ]; then
   debs=("$@")
 else
   debs=()
+  # debian:PATH is a path in the Debian archive: the mirror is this machine's own (its first apt
+  # source that ends in /debian), or DEBIAN_MIRROR; no mirror is written into this file.
+  mirror=${DEBIAN_MIRROR:-}
+  if [ -z "$mirror" ]; then
+    sources=()
+    for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+      if [ -f "$file" ]; then sources+=("$file"); fi
+    done
+    if [ "${#sources[@]}" -gt 0 ]; then
+      mirror=$(awk '$1 == "deb" || $1 == "URIs:" { for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\/.*\/debian\/?$/) { print $i; exit } }' "${sources[@]}")
+    fi
+  fi
+  if [ -z "$mirror" ]; then
+    echo "install-nsight.sh: no Debian mirror in this machine's apt sources; set DEBIAN_MIRROR (e.g. the URI of your apt source that ends in /debian) or pass the .deb files" >&2
+    exit 1
+  fi
   for url in "${urls[@]}"; do
+    case $url in
+      debian:*) url="${mirror%/}/${url#debian:}" ;;
+    esac
     deb="$work/${url##*/}"
     curl --fail --location --retry 3 --output "$deb" "$url"
     debs+=("$deb")
