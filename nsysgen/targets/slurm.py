@@ -10,8 +10,8 @@ from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
 from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
-from nsysgen.ranks import RankSelection, TaskSet, iter_tasks, select, tasks_per_node
+from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
+from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.common import install_script, recipes_script, workload_files
@@ -86,20 +86,34 @@ def _task_env(config: Config, task: int, node: int, local: int) -> dict[str, str
     return env
 
 
-def recorded(config: Config) -> Iterator[RecordedTask]:
+def recorded(config: Config) -> RecordedTasks:
+    """The recorded tasks as ranges of the selection policy; names expand on request."""
     selection = select(config)
     template = report_output(config)
     has_collectors = bool(nsys_cmd.collector_args(config))
     extra_collectors = nsys_cmd.extra_collectors(config)
-    for task, node, local in iter_tasks(config):
-        if not selection.profiled.contains(task, local):
-            continue
+    per_node = tasks_per_node(config)
+
+    def name_of(task: int, node: int, local: int) -> str:
         env = _task_env(config, task, node, local)
-        name = expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
-        collectors = extra_collectors or (
-            has_collectors and selection.collectors.contains(task, local)
+        return expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
+
+    def collects(task: int, node: int, local: int) -> bool:
+        return extra_collectors or (has_collectors and selection.collectors.contains(task, local))
+
+    unit = "rank" if config.workload.launch == "per_gpu" else "node"
+    profiled = selection.profiled
+    if profiled.kind == "listed":
+        listed = tuple(
+            (task, task // per_node, task % per_node)
+            for task in profiled.tasks
+            if task < config.cluster.nodes * per_node
         )
-        yield RecordedTask(task, node, local, name, collectors)
+        return RecordedTasks(per_node, unit, name_of, collects, listed=listed)
+    locals_ = tuple(range(per_node)) if profiled.kind == "all" else (0,)
+    return RecordedTasks(
+        per_node, unit, name_of, collects, 0, config.cluster.nodes, locals_=locals_
+    )
 
 
 def sbatch_directives(config: Config) -> list[tuple[str, str]]:
@@ -301,7 +315,7 @@ class Slurm:
     def report_output(self, config: Config) -> str:
         return report_output(config)
 
-    def recorded(self, config: Config) -> Iterator[RecordedTask]:
+    def recorded(self, config: Config) -> RecordedTasks:
         return recorded(config)
 
     def in_container(self, config: Config) -> bool:
