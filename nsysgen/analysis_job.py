@@ -43,7 +43,7 @@ def seconds_per_report(bytes_per_report: float) -> float:
 
 def analysis_job(config: Config, reports: int, bytes_per_report: float) -> AnalysisJob:
     block = config.analysis
-    per_node = block.workers_per_node or DEFAULT_WORKERS_PER_NODE
+    per_node = block.workers_per_node or min(DEFAULT_WORKERS_PER_NODE, max(1, reports))
     wanted = math.ceil(max(1, reports) / (per_node * REPORTS_PER_WORKER))
     nodes = block.nodes or max(1, min(config.cluster.nodes, wanted))
     workers = nodes * per_node

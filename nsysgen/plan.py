@@ -192,7 +192,9 @@ class RecordedTasks:
         """The recorded tasks as ranges: "ranks 0-799999", "local rank 0 of nodes 0-99999"."""
         if self.listed is not None:
             ids = sorted({c[0] for c in self.listed})
-            return f"{self.unit}s {_ranges(ids)}" if ids else "none"
+            if not ids:
+                return "none"
+            return f"{self.unit}{'s' if len(ids) > 1 else ''} {_ranges(ids)}"
         if not len(self):
             return "none"
         first, last = self.node_start, self.node_stop - 1
