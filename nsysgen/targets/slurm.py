@@ -260,10 +260,51 @@ def _readme(
     )
 
 
+def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
+    """analyze.sbatch: a Dask cluster over its own allocation, recipes and nsysgen analyze on
+    it; sized from the `analysis` block or the report count and size model."""
+    from nsysgen.analysis_job import analysis_job, human_seconds
+    from nsysgen.plan_report import _human, totals
+
+    reports, total = totals(config, plan)
+    per_report = total / reports if reports else 0
+    job = analysis_job(config, reports, per_report)
+    hours, minutes = divmod(job.time_limit_min, 60)
+    options: dict[str, str] = {
+        "job-name": f"{config.job.name}-analyze",
+        "nodes": str(job.nodes),
+        "ntasks-per-node": "1",
+        "cpus-per-task": str(job.workers_per_node),
+        "time": f"{hours:02d}:{minutes:02d}:00",
+        "output": "%x_%j.out",
+    }
+    if config.cluster.partition:
+        options["partition"] = config.cluster.partition
+    return ArtifactSpec(
+        path="analyze.sbatch",
+        template="slurm/analyze.sbatch.j2",
+        context={
+            "job_name": config.job.name,
+            "directives": [(k, _directive_value(v)) for k, v in sorted(options.items())],
+            "nodes": job.nodes,
+            "workers_per_node": job.workers_per_node,
+            "memory_gb": job.worker_memory_gb,
+            "reports": reports,
+            "report_size": _human(per_report),
+            "estimate": human_seconds(job.estimate_s),
+            "version": config.nsight.version,
+            "python": config.analysis.python,
+            "nsys": config.nsys_path,
+            "report_dir": config.capture.report_dir,
+        },
+    )
+
+
 def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     selection = select(config)
     specs = [
         _sbatch(config, selection),
+        _analyze_sbatch(config, plan),
         _wrapper(config, selection, plan),
         install_script(config),
         recipes_script(config),
