@@ -135,7 +135,9 @@ def test_plan_shows_collectors_one_per_node_and_node_reports(run_cli: RunCli) ->
     plan = json.loads(run_cli("plan", "--json", "experiment=nccl-scatter-p4de").out)
     assert plan["collector_tasks"] == [0, 8] and plan["collector_count"] == 2
     assert plan["recorded_count"] == 16 and plan["recorded_tasks"] == "ranks 0-15"
-    every = json.loads(run_cli("plan", "--json", "--expand", "16", "experiment=nccl-scatter-p4de").out)
+    every = json.loads(
+        run_cli("plan", "--json", "--expand", "16", "experiment=nccl-scatter-p4de").out
+    )
     collectors = [r for r in every["recording"] if r["collectors"]]
     assert [(r["task"], r["node"]) for r in collectors] == [(0, 0), (8, 1)]
     node = json.loads(run_cli("plan", "--json", "experiment=fsdp-p4de").out)
