@@ -44,11 +44,16 @@ class NcclCall:
     duration_ns: int
 
 
-def export_sqlite(report: Path, nsys: str) -> Path:
-    """The report's SQLite export, made with nsys unless an up-to-date one exists."""
+def export_sqlite(report: Path, nsys: str, force: bool = False) -> Path:
+    """The report's SQLite export, made with nsys unless an up-to-date one exists (or `force`).
+
+    nsys writes a temporary name that is renamed into place: a reader (another worker, a run
+    that was killed) never sees half an export.
+    """
     target = report.with_suffix(".sqlite")
-    if target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
+    if not force and target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
         return target
+    partial = report.with_name(f".{report.stem}.{os.getpid()}.partial.sqlite")
     proc = subprocess.run(
         [
             nsys,
@@ -58,15 +63,17 @@ def export_sqlite(report: Path, nsys: str) -> Path:
             "--force-overwrite",
             "true",
             "--output",
-            str(target),
+            str(partial),
             str(report),
         ],
         capture_output=True,
         text=True,
         check=False,
     )
-    if proc.returncode != 0:
+    if proc.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
         raise AnalyzeError(f"nsys export failed for {report}: {proc.stderr.strip()[-400:]}")
+    partial.replace(target)
     return target
 
 
@@ -298,6 +305,9 @@ def report_sources(path: Path) -> list[tuple[Path | None, Path | None]]:
         reports, exports = [path], [path.with_suffix(".sqlite")]
     else:
         raise AnalyzeError(f"{path}: not a report (allowed: .nsys-rep, .sqlite, or a folder)")
+    # Hidden files are nsysgen's own exports in progress (export_sqlite).
+    reports = [r for r in reports if not r.name.startswith(".")]
+    exports = [e for e in exports if not e.name.startswith(".")]
     by_report = {r.with_suffix(""): r for r in reports if r.is_file()}
     by_export = {e.with_suffix(""): e for e in exports if e.is_file()}
     return [(by_report.get(stem), by_export.get(stem)) for stem in sorted({*by_report, *by_export})]

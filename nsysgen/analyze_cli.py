@@ -11,11 +11,10 @@ from nsysgen.analyze import (
     AnalyzeError,
     human_size,
     parse_nccl_tests_log,
-    read_calls,
-    sqlite_sources,
     summarise,
     write_csvs,
 )
+from nsysgen.analyze_map import Progress, Where, map_reports, plan_tasks
 from nsysgen.analyze_plot import plot_op, require_matplotlib
 from nsysgen.errors import EXIT_INVALID
 
@@ -35,6 +34,27 @@ def run_analyze(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--nccl-tests-log", type=Path, help="nccl-tests output: its times are drawn as lines"
     )
+    placement = parser.add_argument_group(
+        "where reports are analysed (one task per report: export, then per-rank tables)"
+    )
+    spread = placement.add_mutually_exclusive_group()
+    spread.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="workers of the local Dask cluster (default: one per core, at most one per "
+        "report; with one, the reports are analysed in this process)",
+    )
+    spread.add_argument(
+        "--scheduler-file",
+        type=Path,
+        help="a running Dask scheduler's file (dask scheduler "
+        "--scheduler-file), e.g. the one analyze.sbatch starts",
+    )
+    spread.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler")
+    spread.add_argument(
+        "--serial", action="store_true", help="analyse every report in this process, no Dask"
+    )
     steps_cli.add_arguments(parser)
     try:
         args = parser.parse_args(argv)
@@ -53,12 +73,16 @@ def run_analyze(argv: Sequence[str]) -> int:
     out = args.output or base / "analysis"
     if out.exists() and not out.is_dir():
         raise AnalyzeError(f"--output {out}: exists and is not a folder")
+    if args.workers < 0:
+        raise AnalyzeError(f"--workers {args.workers}: must be at least 0 (0: one per core)")
     require_matplotlib()
     steps_cli.check_arguments(args)
     reference = parse_nccl_tests_log(log) if log is not None else {}
-    sources = sqlite_sources(args.reports, args.nsys)
-    calls = [call for source in sources for call in read_calls(source, source.stem)]
-    reports = len(sources)
+    tasks = plan_tasks(args.reports, args.nsys)
+    where = Where(args.workers, args.scheduler_file, args.scheduler, args.serial)
+    reduced = map_reports(tasks, where, Progress(len(tasks)))
+    calls = [call for result in reduced for call in result.calls]
+    reports = len(reduced)
     summary = summarise(calls)
     written = write_csvs(calls, summary, out)
     for op in sorted({c.op for c in calls}):
@@ -71,7 +95,9 @@ def run_analyze(argv: Sequence[str]) -> int:
             f"{row.op:<22} {size:>10} {row.calls:>6} calls  median {row.median_us:9.1f} us  "
             f"p90 {row.p90_us:9.1f} us"
         )
-    step_files, code = steps_cli.run(args, sources, calls, out)
+    step_files, code = steps_cli.run(
+        args, [r.tables for r in reduced], [r.name for r in reduced], calls, out
+    )
     for path in written + step_files:
         print(f"wrote {path}")
     return code

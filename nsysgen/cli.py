@@ -19,7 +19,7 @@ from nsysgen.compose import GROUPS, Composer
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
 from nsysgen.keys import catalog
 from nsysgen.pipeline import build_config
-from nsysgen.plan_report import as_json, as_table, sweep_table
+from nsysgen.plan_report import Expand, as_json, as_table, sweep_table
 from nsysgen.show import show_config
 from nsysgen.verify_cli import run_verify
 
@@ -31,9 +31,12 @@ VERBS: dict[str, tuple[str, str]] = {
         "under OUTPUT_DIR/<sweep name>/). The default verb: `nsysgen compile ...` = `nsysgen ...`.",
     ),
     "plan": (
-        "nsysgen plan [--json] [--config-dir DIR]... [-m] [OVERRIDE ...]",
-        "What a profile will do: ranks and nodes that record, report names and sizes, the capture\n"
-        "window, lints. Writes nothing. With -m, one row per sweep point. Exit 2 on errors.",
+        "nsysgen plan [--json] [--expand N] [--ranks A-B] [--config-dir DIR]... [-m] "
+        "[OVERRIDE ...]",
+        "What a profile will do: ranks and nodes that record (as ranges), report names and sizes,\n"
+        "the capture window, the analysis job's estimated time, lints. Writes nothing. Report\n"
+        "names are spelled out for the first 8 tasks, the first N (--expand N) or the recorded\n"
+        "tasks with ids A..B (--ranks A-B). With -m, one row per sweep point. Exit 2 on errors.",
     ),
     "check": (
         "nsysgen check [output_dir=DIR]",
@@ -86,12 +89,14 @@ class Arguments:
     multirun: bool = False
     json: bool = False
     all: bool = False
+    expand: int | None = None
+    ranks: tuple[int, int] | None = None
 
 
 # Options each verb accepts, besides -h/--help.
 _FLAGS = {
     "compile": {"--config-dir", "-m"},
-    "plan": {"--config-dir", "-m", "--json"},
+    "plan": {"--config-dir", "-m", "--json", "--expand", "--ranks"},
     "show": {"--config-dir", "--all"},
     "check": set(),
 }
@@ -112,6 +117,10 @@ def parse_arguments(argv: Sequence[str]) -> Arguments:
             if not has_value and not words:
                 raise UsageError("--config-dir needs a directory", args.verb)
             args.config_dirs.append(value if has_value else words.pop(0))
+        elif name in ("--expand", "--ranks") and name in _FLAGS[args.verb]:
+            if not has_value and not words:
+                raise UsageError(f"{name} needs a value", args.verb)
+            _plan_option(args, name, value if has_value else words.pop(0))
         elif flag in _FLAGS[args.verb] and flag in _SWITCHES:
             setattr(args, _SWITCHES[flag], True)
         elif word.startswith("-") and not word.startswith("~"):
@@ -122,6 +131,27 @@ def parse_arguments(argv: Sequence[str]) -> Arguments:
 
 
 _SWITCHES = {"-m": "multirun", "--json": "json", "--all": "all"}
+_MAX_EXPAND = 1_000_000
+
+
+def _plan_option(args: Arguments, name: str, value: str) -> None:
+    """--expand N (1..1,000,000 names) or --ranks A-B (task ids A..B, A <= B)."""
+    if name == "--expand":
+        if not value.isdigit() or not 1 <= int(value) <= _MAX_EXPAND:
+            raise UsageError(
+                f"--expand {value!r}: not a count (allowed: 1..{_MAX_EXPAND})", args.verb
+            )
+        args.expand = int(value)
+        return
+    first, dash, last = value.partition("-")
+    if not (first.isdigit() and (not dash or last.isdigit())):
+        raise UsageError(
+            f"--ranks {value!r}: not a range (allowed: A-B or A, e.g. 0-15)", args.verb
+        )
+    low, high = int(first), int(last) if dash else int(first)
+    if low > high:
+        raise UsageError(f"--ranks {value!r}: {low} > {high} (allowed: A <= B)", args.verb)
+    args.ranks = (low, high)
 
 
 def verb_help(verb: str) -> str:
@@ -228,7 +258,11 @@ def run_plan(args: Arguments, composer: Composer) -> int:
     config, plan, findings = build_config(
         composer.compose(args.overrides), stop_on_lint_errors=False
     )
-    print((as_json if args.json else as_table)(config, plan, findings))
+    if args.ranks is not None:
+        expand = Expand(args.expand or _MAX_EXPAND, *args.ranks)
+    else:
+        expand = Expand(args.expand) if args.expand else Expand()
+    print((as_json if args.json else as_table)(config, plan, findings, expand))
     return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -50,25 +49,25 @@ def _switch(args: tuple[str, ...], name: str) -> str | None:
 
 
 def _collectors_per_node(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    per_node = Counter(r.node for r in plan.recorded if r.collectors)
-    crowded = sorted(node for node, count in per_node.items() if count > 1)
+    # From the selection's shape (RecordedTasks), not by counting every task.
+    crowded, first, count = plan.recorded.crowded_nodes()
     if crowded:
         yield (
             "capture.extra_args",
-            f"node {crowded[0]} runs {per_node[crowded[0]]} EFA/GPU-metrics "
-            f"collectors ({len(crowded)} node(s) affected); they are node-wide, so every "
+            f"node {first} runs {count} EFA/GPU-metrics "
+            f"collectors ({crowded} node(s) affected); they are node-wide, so every "
             "copy samples the same counters",
         )
 
 
 def _colliding_names(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    counts = Counter(r.report for r in plan.recorded)
-    repeated = [name for name, count in counts.items() if count > 1]
+    # From the name pattern: which of task, node and local id it holds (RecordedTasks).
+    repeated, example, count = plan.recorded.collisions()
     if repeated:
         yield (
             "capture.report_name",
-            f"{len(repeated)} report name(s) are shared by several "
-            f"tasks, e.g. {repeated[0]}.nsys-rep ({counts[repeated[0]]} tasks); they overwrite "
+            f"{repeated} report name(s) are shared by several "
+            f"tasks, e.g. {example}.nsys-rep ({count} tasks); they overwrite "
             "each other",
         )
 

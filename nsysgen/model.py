@@ -134,6 +134,17 @@ class Lints:
 
 
 @dataclass(frozen=True)
+class Analysis:
+    """The `analysis` block as written (None: derived, nsysgen/analysis_job.py)."""
+
+    nodes: int | None = None
+    workers_per_node: int | None = None
+    worker_memory_gb: int | None = None
+    time_limit_min: int | None = None
+    python: str = "python3"
+
+
+@dataclass(frozen=True)
 class Config:
     cluster: Cluster
     workload: Workload
@@ -147,6 +158,7 @@ class Config:
     values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # The training script's step-window patch (nsysgen.inputs), read during validation.
     training_patch: TrainingPatch | None = None
+    analysis: Analysis = field(default_factory=Analysis)
 
     @property
     def nsys_path(self) -> str:
@@ -179,6 +191,7 @@ def from_dict(data: dict[str, Any]) -> Config:
             max_profiled_ranks=data["lints"]["max_profiled_ranks"],
         ),
         values=data,
+        analysis=Analysis(**data["analysis"]) if "analysis" in data else Analysis(),
     )
 
 

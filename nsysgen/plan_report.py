@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from nsysgen.analysis_job import analysis_job, human_seconds
 from nsysgen.lints import Finding, all_lints
 from nsysgen.model import Config
-from nsysgen.plan import ProfilePlan
+from nsysgen.plan import ProfilePlan, RecordedTask
 
-_SAMPLE = 8  # report names shown in the table (all of them are in the JSON)
+_SAMPLE = 8  # report names shown (table and JSON) unless --expand asks for more
+
+
+@dataclass(frozen=True)
+class Expand:
+    """Which report names to spell out: the first `limit`, or those of tasks first..last."""
+
+    limit: int = _SAMPLE
+    first: int | None = None
+    last: int | None = None
+
+    def tasks(self, plan: ProfilePlan) -> list[RecordedTask]:
+        if self.first is not None and self.last is not None:
+            chosen = plan.recorded.between(self.first, self.last)
+        else:
+            chosen = iter(plan.recorded)
+        return [task for _, task in zip(range(self.limit), chosen, strict=False)]
 
 
 def _human(size: float) -> str:
@@ -27,13 +44,17 @@ def totals(config: Config, plan: ProfilePlan) -> tuple[int, int]:
     from nsysgen.estimate import calibration
 
     extra = calibration()["gpu_metrics_bytes"] if config.capture.gpu_metrics else 0
-    total = sum(plan.size.bytes_per_report + (extra if r.collectors else 0) for r in plan.recorded)
-    return len(plan.recorded), round(total)
+    reports = len(plan.recorded)
+    total = plan.size.bytes_per_report * reports + extra * plan.recorded.collector_count
+    return reports, round(total)
 
 
-def as_dict(config: Config, plan: ProfilePlan, findings: list[Finding]) -> dict[str, Any]:
+def as_dict(
+    config: Config, plan: ProfilePlan, findings: list[Finding], expand: Expand | None = None
+) -> dict[str, Any]:
     reports, total = totals(config, plan)
-    names = [r.report + ".nsys-rep" for r in plan.recorded]
+    shown = (expand or Expand()).tasks(plan)
+    job = analysis_job(config, reports, total / reports if reports else 0)
     return {
         "job": config.job.name,
         "target": config.target.name,
@@ -41,6 +62,12 @@ def as_dict(config: Config, plan: ProfilePlan, findings: list[Finding]) -> dict[
         "nodes": plan.nodes,
         "tasks_per_node": plan.tasks_per_node,
         "launch": plan.launch,
+        "recorded_tasks": plan.recorded.describe(),
+        "recorded_count": reports,
+        "recorded_nodes": plan.recorded.nodes,
+        "reports_per": plan.recorded.reports_per(),
+        "report_pattern": _switch_value(plan.profile_args, "--output") + ".nsys-rep",
+        # Names spelled out: the first few, or those asked for (--expand N, --ranks A-B).
         "recording": [
             {
                 "task": r.task,
@@ -49,10 +76,18 @@ def as_dict(config: Config, plan: ProfilePlan, findings: list[Finding]) -> dict[
                 "report": r.report,
                 "collectors": r.collectors,
             }
-            for r in plan.recorded
+            for r in shown
         ],
-        "report_names_unique": len(set(names)) == len(names),
-        "collector_tasks": [r.task for r in plan.recorded if r.collectors],
+        "report_names_unique": plan.recorded.collisions()[0] == 0,
+        "collector_count": plan.recorded.collector_count,
+        "collector_tasks": plan.recorded.collector_tasks(_SAMPLE),
+        "analysis": {
+            "nodes": job.nodes,
+            "workers_per_node": job.workers_per_node,
+            "worker_memory_gb": job.worker_memory_gb,
+            "time_limit_min": job.time_limit_min,
+            "estimate_s": round(job.estimate_s, 1),
+        },
         "window": plan.window,
         "window_end_s": plan.window_end_s,
         "time_limit_s": plan.time_limit_s,
@@ -75,17 +110,24 @@ def as_dict(config: Config, plan: ProfilePlan, findings: list[Finding]) -> dict[
     }
 
 
-def as_json(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
-    return json.dumps(as_dict(config, plan, findings), indent=2, sort_keys=True)
+def _switch_value(args: tuple[str, ...], name: str) -> str:
+    return next((a.split("=", 1)[1] for a in reversed(args) if a.startswith(f"{name}=")), "")
 
 
-def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
-    data = as_dict(config, plan, findings)
+def as_json(
+    config: Config, plan: ProfilePlan, findings: list[Finding], expand: Expand | None = None
+) -> str:
+    return json.dumps(as_dict(config, plan, findings, expand), indent=2, sort_keys=True)
+
+
+def as_table(
+    config: Config, plan: ProfilePlan, findings: list[Finding], expand: Expand | None = None
+) -> str:
+    expand = expand or Expand()
+    data = as_dict(config, plan, findings, expand)
     recorded = plan.recorded
-    tasks = [r.task for r in recorded]
-    nodes = sorted({r.node for r in recorded})
-    shown = ", ".join(map(str, tasks[:16])) + (", ..." if len(tasks) > 16 else "")
-    collectors = data["collector_tasks"]
+    collectors = data["collector_count"]
+    job = data["analysis"]
     end = f"{plan.window_end_s:.0f} s" if plan.window_end_s is not None else "program's end"
     rows = [
         (
@@ -98,11 +140,20 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
             f"{plan.world_size} GPUs = {plan.nodes} nodes x {config.cluster.gpus_per_node}",
         ),
         ("launch", plan.launch),
-        ("recording", f"{len(recorded)} task(s) on {len(nodes)} node(s): {shown}"),
+        (
+            "recording",
+            f"{len(recorded)} task(s) on {recorded.nodes} node(s): {recorded.describe()}, "
+            f"{recorded.reports_per()}",
+        ),
         (
             "collectors",
             (
-                f"EFA/GPU metrics on {len(collectors)} task(s), at most one per node"
+                f"EFA/GPU metrics on {collectors} task(s), "
+                + (
+                    "at most one per node"
+                    if not recorded.crowded_nodes()[0]
+                    else "several on a node (see NSG001)"
+                )
                 if collectors
                 else "none"
             ),
@@ -120,16 +171,27 @@ def as_table(config: Config, plan: ProfilePlan, findings: list[Finding]) -> str:
             f"{plan.slowdown.paid_by}; {plan.slowdown.basis}",
         ),
         ("names unique", "yes" if data["report_names_unique"] else "NO (see NSG002)"),
+        (
+            "analysis",
+            f"~{human_seconds(job['estimate_s'])} with {job['nodes'] * job['workers_per_node']} "
+            f"Dask worker(s) ({job['nodes']} node(s) x {job['workers_per_node']}, "
+            f"{job['worker_memory_gb']} GB each; analysis.*)",
+        ),
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]
     lines.append("")
-    lines.append("report names:")
-    lines += [f"  {r.report}.nsys-rep" for r in recorded[:_SAMPLE]]
-    if len(recorded) > _SAMPLE:
-        lines.append(f"  ... {len(recorded) - _SAMPLE} more (all in --json)")
+    shown = expand.tasks(plan)
+    lines.append(f"report names ({data['report_pattern']}):")
+    lines += [f"  {r.report}.nsys-rep" for r in shown]
+    if expand.first is None and len(recorded) > len(shown):
+        lines.append(
+            f"  ... {len(recorded) - len(shown)} more "
+            "(--expand N for more, --ranks A-B for a range)"
+        )
     lines.append("")
-    lines.append("nsys command of task " + (str(tasks[0]) if tasks else "-") + ":")
+    first = str(recorded[0].task) if len(recorded) else "-"
+    lines.append("nsys command of task " + first + ":")
     lines.append("  " + shlex.join(plan.nsys_command))
     lines.append("")
     fired = {f.lint for f in findings}

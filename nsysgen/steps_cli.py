@@ -11,7 +11,7 @@ from pathlib import Path
 from nsysgen.analyze import AnalyzeError, NcclCall
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
 from nsysgen.regress import compare, load
-from nsysgen.steps import assign_ranks, reduce_report
+from nsysgen.steps import RankTables, assign_ranks
 from nsysgen.stragglers import Thresholds, find, measure
 from nsysgen.summary import build, write
 
@@ -78,18 +78,22 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def run(
-    args: argparse.Namespace, sources: list[Path], calls: list[NcclCall], out: Path
+    args: argparse.Namespace,
+    per_report: list[list[RankTables]],
+    names: list[str],
+    calls: list[NcclCall],
+    out: Path,
 ) -> tuple[list[Path], int]:
+    """The reduction over reports: `per_report` holds each report's tables (the map step,
+    nsysgen/analyze_map.py), `names` the reports' names in the same order."""
     from nsysgen.analyze_steps_plot import draw_all
 
-    ranks = assign_ranks([reduce_report(source, source.stem) for source in sources])
+    ranks = assign_ranks(per_report)
     thresholds = Thresholds(args.straggler_min_ms, args.straggler_min_percent / 100)
     lateness = measure(ranks)
     stragglers = find(ranks, lateness, thresholds)
     world = args.world_size or max(1, len(ranks))
-    summary = build(
-        ranks, lateness, stragglers, calls, thresholds, world, [s.stem for s in sources]
-    )
+    summary = build(ranks, lateness, stragglers, calls, thresholds, world, names)
     written = write(summary, out)
     written += draw_all(summary, calls, out)
     stepped = [t for t in ranks if t.steps]

@@ -190,9 +190,10 @@ def test_payload_decoding_rejects_what_it_does_not_understand() -> None:
 
 
 def fake_nsys(folder: Path, log: Path) -> Path:
-    """An nsys whose `export` records its arguments and writes the GPU report's export."""
+    """An nsys whose `export` records its arguments and writes the GPU report's export to its
+    --output (the 7th argument)."""
     tool = folder / "nsys"
-    tool.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\ncp "{GPU_SQLITE}" "$8"\n')
+    tool.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\ncp "{GPU_SQLITE}" "$7"\n')
     tool.chmod(0o755)
     return tool
 
@@ -310,7 +311,10 @@ def test_an_export_older_than_its_report_is_redone_or_read_with_a_warning(
     report, export = report_with_export(tmp_path / "with-nsys", stale=True)
     result = run_cli("analyze", str(report.parent), "--nsys", str(tool))
     assert result.code == 0, result.err
-    assert nsys_log.read_text().split()[-2:] == [str(export), str(report)]
+    # nsys writes a hidden partial name next to the report, renamed onto the export.
+    partial, exported = nsys_log.read_text().split()[-2:]
+    assert exported == str(report) and Path(partial).parent == export.parent
+    assert Path(partial).name.startswith(".report.") and not Path(partial).exists()
     assert len(call_rows(report.parent)) == CALLS_IN_GPU_REPORT
     no_nsys(monkeypatch, tmp_path)
     report, export = report_with_export(tmp_path / "without-nsys", stale=True)

@@ -162,6 +162,7 @@ def test_one_value_changes_only_the_files_that_carry_it(tmp_path: Path, run_cli:
     changed = sorted(name for name in before if before[name] != after.get(name))
     assert changed == [
         "fsdp-p4de/README.md",
+        "fsdp-p4de/analyze.sbatch",  # sized from the reports' estimate, which the window sets
         "fsdp-p4de/job.sbatch",
         "fsdp-p4de/nsysgen-expect.json",  # what verify checks: steps 10..15 now
         "fsdp-p4de/nsysgen-manifest.json",
@@ -172,7 +173,7 @@ def test_group_sweeps_name_each_point_from_its_own_config(tmp_path: Path, run_cl
     result = run_cli("-m", "cluster=p4de,p5", "capture.delay=120,30", f"output_dir={tmp_path}")
     assert result.code == 0, result
     root = tmp_path / "nccl-p4de+p5-slurm"
-    assert result.out == f"{root}: sweep of 4 points (4 new); files: 28 created\n"
+    assert result.out == f"{root}: sweep of 4 points (4 new); files: 32 created\n"
     sbatch = (root / "cluster-p4de_delay-30" / "job.sbatch").read_text()
     assert "#SBATCH --job-name=nccl-p4de-slurm_cluster-p4de_delay-30" in sbatch
     index = json.loads((root / "nsysgen-sweep.json").read_text())
@@ -185,7 +186,7 @@ def test_group_sweeps_name_each_point_from_its_own_config(tmp_path: Path, run_cl
     again = run_cli("-m", "cluster=p4de,p5", "capture.delay=30,60", f"output_dir={tmp_path}")
     assert again.out == (
         f"{root}: sweep of 4 points (2 new, 2 unchanged); removed 2 point(s) no longer in the "
-        "sweep; files: 14 created, 14 unchanged\n"
+        "sweep; files: 16 created, 16 unchanged\n"
     )
     assert run_cli("check", f"output_dir={tmp_path}").code == 0
 

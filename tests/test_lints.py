@@ -125,18 +125,25 @@ def test_plan_writes_nothing_and_answers_for_a_thousand_nodes(
     )
     assert result.code == 0, result.err
     plan = json.loads(result.out)
-    assert plan["world_size"] == 8000 and len(plan["recording"]) == 8000
+    assert plan["world_size"] == 8000 and plan["recorded_count"] == 8000
+    assert plan["recorded_tasks"] == "ranks 0-7999" and plan["reports_per"] == "one report per rank"
+    # Names are spelled out on request only.
+    assert len(plan["recording"]) == 8
     assert plan["report_names_unique"] is True
-    assert len({r["node"] for r in plan["recording"] if r["collectors"]}) == 0
+    assert plan["collector_count"] == 0 and plan["collector_tasks"] == []
     assert plan["total_bytes"] == plan["reports"] * plan["bytes_per_report"]
     assert list(tmp_path.iterdir()) == []
 
 
 def test_plan_shows_collectors_one_per_node_and_node_reports(run_cli: RunCli) -> None:
     plan = json.loads(run_cli("plan", "--json", "experiment=nccl-scatter-p4de").out)
-    collectors = [r for r in plan["recording"] if r["collectors"]]
+    assert plan["collector_tasks"] == [0, 8] and plan["collector_count"] == 2
+    assert plan["recorded_count"] == 16 and plan["recorded_tasks"] == "ranks 0-15"
+    every = json.loads(
+        run_cli("plan", "--json", "--expand", "16", "experiment=nccl-scatter-p4de").out
+    )
+    collectors = [r for r in every["recording"] if r["collectors"]]
     assert [(r["task"], r["node"]) for r in collectors] == [(0, 0), (8, 1)]
-    assert len(plan["recording"]) == 16
     node = json.loads(run_cli("plan", "--json", "experiment=fsdp-p4de").out)
     assert [r["report"].rsplit("/", 1)[1] for r in node["recording"]] == [
         "fsdp-p4de_job<jobid>_node0_<host0>_allgpus"

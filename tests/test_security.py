@@ -259,7 +259,7 @@ def test_job_sbatch_survives_a_100000_node_allocation(tmp_path: Path, run_cli: R
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "scontrol").write_text(
-        "#!/bin/bash\nfor ((i = 0; i < 100000; i++)); do echo \"node$i\"; done\n"
+        '#!/bin/bash\nfor ((i = 0; i < 100000; i++)); do echo "node$i"; done\n'
     )
     (bin_dir / "srun").write_text('#!/bin/bash\necho "srun $*" > "$SRUN_LOG"\n')
     for tool in ("scontrol", "srun"):

@@ -10,6 +10,8 @@
 #   REPORT_DIR defaults to /fsx/nsight-reports/nccl-allreduce-p4de; OUTPUT_DIR to REPORT_DIR/recipes.
 #   NSYS and QDSTRM_IMPORTER override where nsys 2024.4.1 and its importer are.
 #   Each recipe writes OUTPUT_DIR/<recipe>/; the recipes' Python packages go to OUTPUT_DIR/.venv.
+#   NSYSGEN_RECIPE_MODE=dask-futures runs the recipes' tasks on the Dask cluster that
+#   NSYS_DASK_SCHEDULER_FILE names (analyze.sbatch does); default: nsys's own (concurrent).
 set -euo pipefail
 
 nsys=${NSYS:-/fsx/nsight-systems/2024.4.1/target-linux-x64/nsys}
@@ -63,23 +65,39 @@ if [ ! -x "$venv/bin/python3" ]; then
   python3 -m venv "$venv"
   "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/common.txt"
 fi
+mode=()
+if [ -n "${NSYSGEN_RECIPE_MODE:-}" ]; then
+  mode=(--mode "$NSYSGEN_RECIPE_MODE")
+  if [ "$NSYSGEN_RECIPE_MODE" = dask-futures ] && [ ! -e "$venv/.dask" ]; then
+    "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/dask.txt"
+    touch "$venv/.dask"
+  fi
+fi
 export PATH="$venv/bin:$PATH"
 
 # 4. Every recipe reads all reports of the job.
 echo "recipes.sh: nvtx_sum"
-"$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite
+"$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: cuda_api_sum"
-"$nsys" recipe cuda_api_sum --input "$report_dir" --output "$out_dir/"cuda_api_sum --force-overwrite
+"$nsys" recipe cuda_api_sum --input "$report_dir" --output "$out_dir/"cuda_api_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: cuda_gpu_kern_sum"
-"$nsys" recipe cuda_gpu_kern_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_kern_sum --force-overwrite
+"$nsys" recipe cuda_gpu_kern_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_kern_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: cuda_gpu_mem_time_sum"
-"$nsys" recipe cuda_gpu_mem_time_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_mem_time_sum --force-overwrite
+"$nsys" recipe cuda_gpu_mem_time_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_mem_time_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: cuda_gpu_time_util_map"
-"$nsys" recipe cuda_gpu_time_util_map --input "$report_dir" --output "$out_dir/"cuda_gpu_time_util_map --force-overwrite
+"$nsys" recipe cuda_gpu_time_util_map --input "$report_dir" --output "$out_dir/"cuda_gpu_time_util_map --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: nvtx_gpu_proj_sum"
-"$nsys" recipe nvtx_gpu_proj_sum --input "$report_dir" --output "$out_dir/"nvtx_gpu_proj_sum --force-overwrite
+"$nsys" recipe nvtx_gpu_proj_sum --input "$report_dir" --output "$out_dir/"nvtx_gpu_proj_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: nccl_sum"
-"$nsys" recipe nccl_sum --input "$report_dir" --output "$out_dir/"nccl_sum --force-overwrite
+"$nsys" recipe nccl_sum --input "$report_dir" --output "$out_dir/"nccl_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: nccl_gpu_time_util_map"
-"$nsys" recipe nccl_gpu_time_util_map --input "$report_dir" --output "$out_dir/"nccl_gpu_time_util_map --force-overwrite
+"$nsys" recipe nccl_gpu_time_util_map --input "$report_dir" --output "$out_dir/"nccl_gpu_time_util_map --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: outputs in $out_dir"

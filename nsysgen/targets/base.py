@@ -7,14 +7,14 @@ A target is one module (or package) under `nsysgen/targets/`, its templates unde
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from nsysgen.errors import Issue
     from nsysgen.lints import Lint
     from nsysgen.model import Block, Config, TargetSettings
-    from nsysgen.plan import ProfilePlan, RecordedTask
+    from nsysgen.plan import ProfilePlan, RecordedTask, RecordedTasks
     from nsysgen.render import ArtifactSpec
 
 
@@ -53,8 +53,9 @@ class Target(Protocol):
     def report_output(self, config: Config) -> str:
         """The nsys -o value of a recorded task, with the placeholders nsys or the target fill."""
 
-    def recorded(self, config: Config) -> Iterator[RecordedTask]:
-        """Every task that records a report, with the report's expanded name."""
+    def recorded(self, config: Config) -> RecordedTasks | Iterable[RecordedTask]:
+        """The tasks that record a report: as ranges and a name pattern (`RecordedTasks`, whose
+        cost does not grow with the job), or, for small plug-ins, every task with its name."""
 
     def in_container(self, config: Config) -> bool:
         """Whether the program (and nsys) run in a container."""

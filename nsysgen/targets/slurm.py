@@ -10,8 +10,8 @@ from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
 from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
-from nsysgen.ranks import RankSelection, TaskSet, iter_tasks, select, tasks_per_node
+from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
+from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.common import install_script, recipes_script, workload_files
@@ -88,20 +88,34 @@ def _task_env(config: Config, task: int, node: int, local: int) -> dict[str, str
     return env
 
 
-def recorded(config: Config) -> Iterator[RecordedTask]:
+def recorded(config: Config) -> RecordedTasks:
+    """The recorded tasks as ranges of the selection policy; names expand on request."""
     selection = select(config)
     template = report_output(config)
     has_collectors = bool(nsys_cmd.collector_args(config))
     extra_collectors = nsys_cmd.extra_collectors(config)
-    for task, node, local in iter_tasks(config):
-        if not selection.profiled.contains(task, local):
-            continue
+    per_node = tasks_per_node(config)
+
+    def name_of(task: int, node: int, local: int) -> str:
         env = _task_env(config, task, node, local)
-        name = expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
-        collectors = extra_collectors or (
-            has_collectors and selection.collectors.contains(task, local)
+        return expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
+
+    def collects(task: int, node: int, local: int) -> bool:
+        return extra_collectors or (has_collectors and selection.collectors.contains(task, local))
+
+    unit = "rank" if config.workload.launch == "per_gpu" else "node"
+    profiled = selection.profiled
+    if profiled.kind == "listed":
+        listed = tuple(
+            (task, task // per_node, task % per_node)
+            for task in profiled.tasks
+            if task < config.cluster.nodes * per_node
         )
-        yield RecordedTask(task, node, local, name, collectors)
+        return RecordedTasks(per_node, unit, name_of, collects, listed=listed)
+    locals_ = tuple(range(per_node)) if profiled.kind == "all" else (0,)
+    return RecordedTasks(
+        per_node, unit, name_of, collects, 0, config.cluster.nodes, locals_=locals_
+    )
 
 
 def sbatch_directives(config: Config) -> list[tuple[str, str]]:
@@ -251,10 +265,51 @@ def _readme(
     )
 
 
+def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
+    """analyze.sbatch: a Dask cluster over its own allocation, recipes and nsysgen analyze on
+    it; sized from the `analysis` block or the report count and size model."""
+    from nsysgen.analysis_job import analysis_job, human_seconds
+    from nsysgen.plan_report import _human, totals
+
+    reports, total = totals(config, plan)
+    per_report = total / reports if reports else 0
+    job = analysis_job(config, reports, per_report)
+    hours, minutes = divmod(job.time_limit_min, 60)
+    options: dict[str, str] = {
+        "job-name": f"{config.job.name}-analyze",
+        "nodes": str(job.nodes),
+        "ntasks-per-node": "1",
+        "cpus-per-task": str(job.workers_per_node),
+        "time": f"{hours:02d}:{minutes:02d}:00",
+        "output": "%x_%j.out",
+    }
+    if config.cluster.partition:
+        options["partition"] = config.cluster.partition
+    return ArtifactSpec(
+        path="analyze.sbatch",
+        template="slurm/analyze.sbatch.j2",
+        context={
+            "job_name": config.job.name,
+            "directives": [(k, _directive_value(v)) for k, v in sorted(options.items())],
+            "nodes": job.nodes,
+            "workers_per_node": job.workers_per_node,
+            "memory_gb": job.worker_memory_gb,
+            "reports": reports,
+            "report_size": _human(per_report),
+            "estimate": human_seconds(job.estimate_s),
+            "version": config.nsight.version,
+            "python": config.analysis.python,
+            "nsys": config.nsys_path,
+            "report_dir": config.capture.report_dir,
+        },
+    )
+
+
 def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     selection = select(config)
     specs = [
         _sbatch(config, selection),
+        _analyze_sbatch(config, plan),
         _wrapper(config, selection, plan),
         install_script(config),
         recipes_script(config),
@@ -307,7 +362,7 @@ class Slurm:
     def report_output(self, config: Config) -> str:
         return report_output(config)
 
-    def recorded(self, config: Config) -> Iterator[RecordedTask]:
+    def recorded(self, config: Config) -> RecordedTasks:
         return recorded(config)
 
     def in_container(self, config: Config) -> bool:

@@ -12,7 +12,7 @@ from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
 from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
+from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.common import recipes_script, workload_files
@@ -318,15 +318,15 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     return specs
 
 
-def recorded(config: Config) -> Iterator[RecordedTask]:
+def recorded(config: Config) -> RecordedTasks:
     """One report per labelled pod (a pod is a node), named by the injector's placeholders."""
     labelled = profiled_replicas(config)
     template = report_output(config)
     namespace = eks_settings(config).namespace
-    for node in range(config.cluster.nodes):
+    collectors = bool(nsys_cmd.collector_args(config))
+
+    def name_of(task: int, node: int, local: int) -> str:
         replica = "Master" if node == 0 else "Worker"
-        if replica not in labelled:
-            continue
         pod = f"{config.job.name}-{replica.lower()}-{0 if node == 0 else node - 1}"
         injector_values = {
             "{PROCESS_NAME}": "python3",
@@ -341,8 +341,13 @@ def recorded(config: Config) -> Iterator[RecordedTask]:
         name = template
         for placeholder, value in injector_values.items():
             name = name.replace(placeholder, value)
-        name = expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
-        yield RecordedTask(node, node, 0, name, bool(nsys_cmd.collector_args(config)))
+        return expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
+
+    start = 0 if "Master" in labelled else 1
+    stop = config.cluster.nodes if "Worker" in labelled else min(1, config.cluster.nodes)
+    return RecordedTasks(
+        1, "node", name_of, lambda *_: collectors, start, max(start, stop), locals_=(0,)
+    )
 
 
 class Eks:
@@ -363,7 +368,7 @@ class Eks:
     def report_output(self, config: Config) -> str:
         return report_output(config)
 
-    def recorded(self, config: Config) -> Iterator[RecordedTask]:
+    def recorded(self, config: Config) -> RecordedTasks:
         return recorded(config)
 
     def in_container(self, config: Config) -> bool:

@@ -10,6 +10,8 @@
 #   REPORT_DIR defaults to /tmp/nsysgen-shared/nsight-reports/local-python-steps; OUTPUT_DIR to REPORT_DIR/recipes.
 #   NSYS and QDSTRM_IMPORTER override where nsys 2023.4.4 and its importer are.
 #   Each recipe writes OUTPUT_DIR/<recipe>/; the recipes' Python packages go to OUTPUT_DIR/.venv.
+#   NSYSGEN_RECIPE_MODE=dask-futures runs the recipes' tasks on the Dask cluster that
+#   NSYS_DASK_SCHEDULER_FILE names (analyze.sbatch does); default: nsys's own (concurrent).
 set -euo pipefail
 
 nsys=${NSYS:-/tmp/nsysgen-shared/nsight-systems/2023.4.4/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys}
@@ -63,11 +65,21 @@ if [ ! -x "$venv/bin/python3" ]; then
   python3 -m venv "$venv"
   "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/common.txt"
 fi
+mode=()
+if [ -n "${NSYSGEN_RECIPE_MODE:-}" ]; then
+  mode=(--mode "$NSYSGEN_RECIPE_MODE")
+  if [ "$NSYSGEN_RECIPE_MODE" = dask-futures ] && [ ! -e "$venv/.dask" ]; then
+    "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/dask.txt"
+    touch "$venv/.dask"
+  fi
+fi
 export PATH="$venv/bin:$PATH"
 
 # 4. Every recipe reads all reports of the job.
 echo "recipes.sh: nvtx_sum"
-"$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite
+"$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: osrt_sum"
-"$nsys" recipe osrt_sum --input "$report_dir" --output "$out_dir/"osrt_sum --force-overwrite
+"$nsys" recipe osrt_sum --input "$report_dir" --output "$out_dir/"osrt_sum --force-overwrite "${mode[@]}"
+
 echo "recipes.sh: outputs in $out_dir"

@@ -1,0 +1,129 @@
+"""`nsysgen analyze` on Dask: throughput, speed-up per worker, memory per worker, the export
+cache. Prints a Markdown table (BENCHMARKS.md, "Analysis on Dask").
+
+    python bench/bench_analyze.py REPORT.nsys-rep --nsys NSYS [--counts 16,64,256]
+
+REPORT is one real CPU report; the benchmark analyses copies of it (each copy its own report,
+its own export). Per count and worker count: the map over cached exports (read + reduce per
+report) on a local Dask cluster of that many single-thread workers, timed without the cluster's
+start-up; the peak RSS of every worker (ru_maxrss, read in the worker); then a first run of the
+whole command (every report exported by nsys) against a second (cached) one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from distributed import Client, LocalCluster
+
+from nsysgen.analyze import export_sqlite
+from nsysgen.analyze_map import Task, key_file, report_key, run_task
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def copies(report: Path, export: Path, folder: Path, count: int) -> list[Task]:
+    folder.mkdir(parents=True)
+    tasks = []
+    for i in range(count):
+        copy = folder / f"bench_rank{i}.nsys-rep"
+        shutil.copy(report, copy)
+        shutil.copy(export, copy.with_suffix(".sqlite"))
+        key_file(copy).write_text(json.dumps(report_key(copy), sort_keys=True))
+        tasks.append(Task(copy, copy.with_suffix(".sqlite"), None))
+    return tasks
+
+
+def mapped(tasks: list[Task], workers: int) -> tuple[float, list[float]]:
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        client.wait_for_workers(workers)
+        client.gather(client.map(run_task, tasks[:workers], pure=False))  # imports, warm-up
+        start = time.perf_counter()
+        client.gather(client.map(run_task, tasks, pure=False))
+        elapsed = time.perf_counter() - start
+        rss = client.run(peak_rss_mb)
+    return elapsed, sorted(rss.values())
+
+
+def cli(folder: Path, nsys: str, workers: int) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "nsysgen", "analyze", str(folder), "--nsys", nsys,
+         "--workers", str(workers), "--output", str(folder / "analysis")],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("report", type=Path)
+    parser.add_argument("--nsys", required=True)
+    parser.add_argument("--counts", default="16,64,256")
+    parser.add_argument("--cache-count", type=int, default=16)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="nsysgen-bench-analyze-"))
+    try:
+        base = work / "base" / args.report.name
+        base.parent.mkdir()
+        shutil.copy(args.report, base)
+        export = export_sqlite(base, args.nsys, force=True)
+        print(f"load before: {os.getloadavg()}, {os.cpu_count()} CPUs, report "
+              f"{args.report.stat().st_size} B, export {export.stat().st_size} B\n")  # fmt: skip
+        print("| reports | workers | map time | reports/s | speed-up | peak RSS per worker |")
+        print("|---|---|---|---|---|---|")
+        for count in map(int, args.counts.split(",")):
+            tasks = copies(args.report, export, work / f"n{count}", count)
+            one = 0.0
+            for workers in (1, 2):
+                elapsed, rss = mapped(tasks, workers)
+                one = one or elapsed
+                print(f"| {count} | {workers} | {elapsed:.2f} s | {count / elapsed:.1f} | "
+                      f"{one / elapsed:.2f}x | {', '.join(f'{r:.0f}' for r in rss)} MB |",
+                      flush=True)  # fmt: skip
+        # The export cache: the whole command, first run (nsys exports every report), second.
+        folder = work / "cache"
+        folder.mkdir()
+        for i in range(args.cache_count):
+            shutil.copy(args.report, folder / f"bench_rank{i}.nsys-rep")
+        reports = sorted(folder.glob("*.nsys-rep"))
+        exporting = [Task(r, r.with_suffix(".sqlite"), args.nsys) for r in reports]
+        cached = [Task(r, r.with_suffix(".sqlite"), None) for r in reports]
+        first, _ = mapped(exporting, 2)
+        second, _ = mapped(cached, 2)
+        print(f"\ncache, {args.cache_count} reports, 2 workers, map only: first run (nsys export) "
+              f"{first:.2f} s ({args.cache_count / first:.1f} reports/s), second (cached) "
+              f"{second:.2f} s, ratio {first / second:.1f}x")  # fmt: skip
+        for f in folder.glob("*.sqlite"):
+            f.unlink()
+        for f in folder.glob("*.json"):
+            f.unlink()
+        whole_first = cli(folder, args.nsys, 2)
+        whole_second = cli(folder, args.nsys, 2)
+        print(f"whole command (cluster start-up, imports, plots included): first "
+              f"{whole_first:.2f} s, second {whole_second:.2f} s, "
+              f"ratio {whole_first / whole_second:.1f}x")  # fmt: skip
+        print(f"load after: {os.getloadavg()}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

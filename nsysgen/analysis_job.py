@@ -1,0 +1,63 @@
+"""The size of the analysis job (analyze.sbatch) and how long it should take, before any report
+exists: from the report count and the report size model (nsysgen/estimate.py), unless the
+`analysis` block sets them.
+
+Per report, the analysis exports the report to SQLite once (`nsys export`, cached next to the
+report) and reduces the export to per-rank tables; workers take one report at a time. The
+throughput figures below are this repository's measurements (BENCHMARKS.md, "Analysis on Dask").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nsysgen.model import Config
+
+# nsys export --type sqlite, bytes of report per second on one core (2023.4.4, CPU reports).
+EXPORT_BYTES_PER_S = 20e6
+# Reducing one export (NCCL calls, steps, kernels) and nsys start-up, seconds.
+PER_REPORT_S = 1.5
+# Aim for at most this many reports per worker before adding nodes.
+REPORTS_PER_WORKER = 8
+DEFAULT_WORKERS_PER_NODE = 4
+
+
+@dataclass(frozen=True)
+class AnalysisJob:
+    reports: int
+    nodes: int
+    workers_per_node: int
+    worker_memory_gb: int
+    time_limit_min: int
+    estimate_s: float  # wall time of the analysis with these workers
+
+    @property
+    def workers(self) -> int:
+        return self.nodes * self.workers_per_node
+
+
+def seconds_per_report(bytes_per_report: float) -> float:
+    return PER_REPORT_S + bytes_per_report / EXPORT_BYTES_PER_S
+
+
+def analysis_job(config: Config, reports: int, bytes_per_report: float) -> AnalysisJob:
+    block = config.analysis
+    per_node = block.workers_per_node or min(DEFAULT_WORKERS_PER_NODE, max(1, reports))
+    wanted = math.ceil(max(1, reports) / (per_node * REPORTS_PER_WORKER))
+    nodes = block.nodes or max(1, min(config.cluster.nodes, wanted))
+    workers = nodes * per_node
+    # A worker holds one report's export being read; nsys export itself needs about 3x the report.
+    memory = block.worker_memory_gb or max(4, math.ceil(3 * bytes_per_report / 1e9))
+    # Reports are dealt to workers in waves.
+    estimate = math.ceil(reports / workers) * seconds_per_report(bytes_per_report) if reports else 0
+    limit = block.time_limit_min or max(10, math.ceil(1.5 * estimate / 60) + 5)
+    return AnalysisJob(reports, nodes, per_node, memory, limit, estimate)
+
+
+def human_seconds(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

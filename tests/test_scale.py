@@ -1,0 +1,161 @@
+"""Issue 18: plan and lints at 100,000 nodes by reasoning on ranges and name patterns, the
+analysis job's size, and `nsysgen analyze` on Dask with its export cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from nsysgen.plan import RecordedTasks
+from tests.conftest import REPO, RunCli
+
+GPU_SQLITE = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"
+HUGE = ["cluster=p5", "cluster.nodes=100000", "lints.max_profiled_ranks=1000000"]
+
+
+def test_a_hundred_thousand_nodes_plan_as_ranges(run_cli: RunCli) -> None:
+    plan = json.loads(run_cli("plan", "--json", *HUGE, "capture.ranks=all").out)
+    assert plan["recorded_count"] == 800_000 and plan["recorded_tasks"] == "ranks 0-799999"
+    assert plan["reports_per"] == "one report per rank" and plan["report_names_unique"]
+    assert len(plan["recording"]) == 8
+    node = json.loads(run_cli("plan", "--json", *HUGE, "capture.ranks=one_per_node").out)
+    assert node["recorded_tasks"] == "local rank 0 of nodes 0-99999"
+    assert node["reports_per"] == "one report per node" and node["recorded_nodes"] == 100_000
+    assert node["analysis"]["nodes"] > 1
+
+
+def test_lints_hold_at_a_hundred_thousand_nodes(run_cli: RunCli) -> None:
+    shared = run_cli("plan", *HUGE, "capture.ranks=all", "capture.report_name=same")
+    assert shared.code == 2
+    assert "NSG002 capture.report_name: 1 report name(s) are shared by several tasks" in shared.out
+    assert "(800000 tasks)" in shared.out
+    per_node = run_cli(
+        "plan", *HUGE, "capture.ranks=all", "capture.report_name='r_%q{SLURM_NODEID}'"
+    )
+    assert "100000 report name(s) are shared" in per_node.out and "(8 tasks)" in per_node.out
+
+
+def test_expand_a_chosen_rank_range(run_cli: RunCli) -> None:
+    result = run_cli("plan", *HUGE, "capture.ranks=all", "--ranks", "799998-799999")
+    names = [line for line in result.out.splitlines() if line.startswith("  /fsx")]
+    assert [n.split("_rank")[1].split("_")[0] for n in names] == ["799998", "799999"]
+    some = json.loads(run_cli("plan", "--json", *HUGE, "capture.ranks=all", "--expand", "20").out)
+    assert len(some["recording"]) == 20
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--expand", "0"], "--expand '0': not a count"),
+        (["--expand", "x"], "--expand 'x': not a count"),
+        (["--ranks", "9-2"], "9 > 2"),
+        (["--ranks", "a-b"], "not a range"),
+        (["--ranks"], "--ranks needs a value"),
+    ],
+)
+def test_bad_expand_options_exit_2(run_cli: RunCli, args: list[str], message: str) -> None:
+    result = run_cli("plan", *args)
+    assert result.code == 2 and message in result.err
+
+
+PATTERNS = {
+    "task": lambda t, n, lo: f"r{t}",
+    "node": lambda t, n, lo: f"n{n}",
+    "local": lambda t, n, lo: f"l{lo}",
+    "node+local": lambda t, n, lo: f"n{n}l{lo}",
+    "none": lambda t, n, lo: "same",
+}
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+@pytest.mark.parametrize(
+    ("nodes", "per_node", "locals_"),
+    [(1, 1, (0,)), (3, 4, (0, 1, 2, 3)), (3, 4, (0,)), (2, 8, (0, 5)), (5, 2, (0, 1))],
+)
+def test_reasoning_on_patterns_agrees_with_enumeration(
+    pattern: str, nodes: int, per_node: int, locals_: tuple[int, ...]
+) -> None:
+    collecting = set(locals_[:2])
+    for start in (0, 1):
+        tasks = RecordedTasks(
+            per_node, "rank", PATTERNS[pattern], lambda t, n, lo: lo in collecting,
+            start, nodes, locals_=locals_,
+        )  # fmt: skip
+        every = list(tasks)
+        assert len(every) == len(tasks) == (nodes - start) * len(locals_)
+        counts = Counter(t.report for t in every)
+        repeated = [name for name, count in counts.items() if count > 1]
+        found, example, shared = tasks.collisions()
+        assert found == len(repeated)
+        if repeated:
+            assert counts[example] == shared
+        per_node_count = Counter(t.node for t in every if t.collectors)
+        crowded = [node for node, count in per_node_count.items() if count > 1]
+        assert tasks.crowded_nodes()[0] == len(crowded)
+        assert tasks.collector_count == sum(t.collectors for t in every)
+        assert tasks.collector_tasks(5) == [t.task for t in every if t.collectors][:5]
+        assert [t.task for t in tasks.between(2, 9)] == [t.task for t in every if 2 <= t.task <= 9]
+
+
+def fake_nsys(folder: Path, log: Path) -> Path:
+    """An nsys whose `export` logs its call and writes the GPU report's export to --output."""
+    tool = folder / "nsys"
+    tool.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\ncp "{GPU_SQLITE}" "$7"\n')
+    tool.chmod(0o755)
+    return tool
+
+
+def test_exports_are_cached_and_a_changed_report_is_exported_again(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    log = tmp_path / "nsys.log"
+    tool = fake_nsys(tmp_path, log)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for name in ("a", "b"):
+        (reports / f"{name}.nsys-rep").write_bytes(b"report " + name.encode())
+
+    def run() -> int:
+        result = run_cli("analyze", str(reports), "--nsys", str(tool), "--serial")
+        assert result.code == 0, result.err
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    assert run() == 2
+    assert run() == 2  # cached: nsys not run again
+    assert json.loads((reports / "a.nsysgen-export.json").read_text())["size"] == 8
+    # Same size, same mtime, other content: the key's hash catches it.
+    changed = reports / "b.nsys-rep"
+    stat = changed.stat()
+    changed.write_bytes(b"report c")
+    import os
+
+    os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert run() == 3
+    assert not list(reports.glob(".*"))  # no partial exports left
+
+
+@pytest.mark.slow
+def test_dask_results_are_identical_to_the_single_process_path(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for rank in range(3):
+        shutil.copy(GPU_SQLITE, reports / f"job_rank{rank}.sqlite")
+    outputs = {}
+    for how in (["--serial"], ["--workers", "2"]):
+        out = tmp_path / how[0].strip("-")
+        result = run_cli("analyze", str(reports), *how, "--output", str(out))
+        assert result.code == 0, result.err
+        outputs[how[0]] = (
+            result.out.replace(str(out), "OUT"),
+            {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.suffix != ".png"},
+        )
+    assert outputs["--serial"] == outputs["--workers"]
+    assert sorted(outputs["--serial"][1]) == sorted(
+        p.name for p in (tmp_path / "serial").iterdir() if p.suffix != ".png"
+    )
