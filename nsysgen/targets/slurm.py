@@ -14,7 +14,7 @@ from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
 from nsysgen.ranks import RankSelection, TaskSet, iter_tasks, select, tasks_per_node
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
-from nsysgen.targets.common import install_script, recipes_script, workload_files
+from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
 from nsysgen.workloads import LaunchShell, ShellExpr, program, typed_block
 
 WRAPPER = "nsys-exec"
@@ -255,6 +255,9 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         recipes_script(config),
         *workload_files(config),
     ]
+    upload = upload_script(config)
+    if upload is not None:
+        specs.append(upload)
     specs.append(_readme(config, selection, plan, sorted(s.path for s in specs)))
     return specs
 
