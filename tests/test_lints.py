@@ -13,6 +13,7 @@ from tests.conftest import EXPERIMENTS, REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
 # lint -> (overrides that fire it, overrides right next to them that do not)
+EKS = ["target=eks", "workload=fsdp", "workload.container_image=registry.example.com/fsdp:1"]
 CASES = {
     "NSG001": (
         ["capture.ranks=all", 'capture.extra_args=["--gpu-metrics-devices=all"]'],
@@ -57,6 +58,10 @@ CASES = {
     "NSG012": (
         ["workload=fsdp", "workload.estimate.kernels_per_second=20000"],
         ["workload=fsdp", "workload.estimate.kernels_per_second=10000"],
+    ),
+    "NSG013": (
+        [*EKS, "capture=steps", "capture.ranks=[0]"],
+        [*EKS, "capture=steps", "capture.ranks=[0,8]"],
     ),
 }
 
