@@ -94,8 +94,7 @@ def test_matrix_covers_every_setup(compiled_tree: Path) -> None:
         expected = EKS_SCRIPTS if eks else SLURM_SCRIPTS
         names = [p.name for p in _scripts(folder)]
         assert sorted(set(names) - set(OPTIONAL_SCRIPTS)) == sorted(expected), folder.name
-    names = {p.name for p in _scripts(compiled_tree)}
-    assert set(OPTIONAL_SCRIPTS) <= names
+    assert set(OPTIONAL_SCRIPTS) <= {p.name for p in _scripts(compiled_tree)}
 
 
 def test_bash_parses_every_script(compiled_tree: Path) -> None:
