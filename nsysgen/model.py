@@ -95,6 +95,7 @@ class Capture:
     last_step: int | None = None
     nvtx_range: str | None = None
     nvtx_domain: str | None = None
+    s3_uri: str | None = None  # reports are copied there after the run
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,7 @@ def capture_from(cap: Block) -> Capture:
         first_step=cap.get("first_step"),
         last_step=cap.get("last_step"),
         nvtx_range=cap.get("nvtx_range"),
+        s3_uri=cap.get("s3_uri"),
         nvtx_domain=cap.get("nvtx_domain"),
     )
 

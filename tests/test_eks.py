@@ -4,6 +4,7 @@ the Kubernetes schemas and the charts' value schemas; the guide's mistakes rejec
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.k8s_checks import (
     helm_problems,
     load_generated_yaml,
     pod_problems,
+    profile_config_problems,
     webhook_problems,
 )
 
@@ -28,27 +30,44 @@ MATRIX = [
         "workload=fsdp",
         IMAGE,
         f"capture={capture}",
+        f"target.job={job}",
         f"target.injector={injector}",
         f"capture.ranks={ranks}",
         f"job.name=eks-{i}",
+        *extra,
     ]
-    for i, (cluster, capture, injector, ranks) in enumerate(
+    for i, (cluster, capture, job, injector, ranks, extra) in enumerate(
         itertools.product(
             ["p4de", "p5", "p5en", "p6-b200"],
             ["window", "steps", "nvtx"],
-            ["sidecar", "operator"],
+            ["trainjob", "pytorchjob"],
+            ["sidecar", "operator-1", "operator-26"],
             ["[0]", "all"],
+            [[], ["capture.s3_uri=s3://bucket-1/p", "target.profile_config=resource"]],
         )
     )
+    if not extra or injector == "operator-26"
 ]
+
+
+def job_file(folder: Path) -> Path:
+    trainjob = folder / "trainjob.yaml"
+    return trainjob if trainjob.exists() else folder / "pytorchjob.yaml"
 
 
 @pytest.fixture(scope="module")
 def eks_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("eks")
-    for overrides in [[f"experiment={e}"] for e in EKS_EXPERIMENTS] + MATRIX:
+    for overrides in [[f"experiment={e}"] for e in EKS_EXPERIMENTS]:
         assert main([*overrides, f"output_dir={out}"]) == 0, overrides
     return out
+
+
+@pytest.fixture(scope="module")
+def eks_matrix(eks_tree: Path) -> Path:
+    for overrides in MATRIX:
+        assert main([*overrides, f"output_dir={eks_tree}"]) == 0, overrides
+    return eks_tree
 
 
 def folders(tree: Path) -> list[Path]:
@@ -56,20 +75,33 @@ def folders(tree: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_every_pytorchjob_passes_crd_webhook_and_pod_schemas(eks_tree: Path) -> None:
+def test_every_job_passes_crd_webhook_and_pod_schemas(eks_matrix: Path) -> None:
+    eks_tree = eks_matrix
     assert len(folders(eks_tree)) == len(EKS_EXPERIMENTS) + len(MATRIX)
+    kinds = set()
     for folder in folders(eks_tree):
-        job = load_generated_yaml(folder / "pytorchjob.yaml")
+        job = load_generated_yaml(job_file(folder))
+        kinds.add(job["kind"])
         assert crd_problems(job) == [], folder.name
-        assert webhook_problems(job) == [], folder.name
+        if job["kind"] == "PyTorchJob":
+            assert webhook_problems(job) == [], folder.name
         assert pod_problems(job) == [], folder.name
+    assert kinds == {"TrainJob", "PyTorchJob"}
 
 
 @pytest.mark.slow
-def test_every_helm_values_file_passes_its_chart_schema(eks_tree: Path) -> None:
+def test_every_helm_values_file_passes_its_chart_schema(eks_matrix: Path) -> None:
+    eks_tree = eks_matrix
     for folder in folders(eks_tree):
         values = load_generated_yaml(folder / "values-injector.yaml")
-        injector = "sidecar" if "injectionMatch" in values["profile"] else "operator"
+        if "nsight-injector" in values:
+            assert helm_problems(values, "operator-26") == [], folder.name
+            if (folder / "profile-config.yaml").exists():
+                resource = load_generated_yaml(folder / "profile-config.yaml")
+                assert profile_config_problems(resource) == [], folder.name
+                assert "nsightToolConfig" not in values["nsight-injector"]
+            continue
+        injector = "sidecar" if "injectionMatch" in values["profile"] else "operator-1"
         assert helm_problems(values, injector) == [], folder.name
         args = values["profile"]["devtoolArgs"]
         assert args.startswith("profile ") and "%q{" not in args
@@ -166,12 +198,74 @@ def test_pytorchjob_carries_label_resources_efa_and_secret_refs(eks_tree: Path) 
         } in container["env"]
         assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in template["spec"]["volumes"]
         assert spec["restartPolicy"] == "Never"
-    p5 = load_generated_yaml(eks_tree / "fsdp-p5-eks" / "pytorchjob.yaml")["spec"]
-    workers = p5["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["labels"]
-    assert "nvidia-nsight-profile" not in workers  # ranks [0]: only the Master pod records
-    master = p5["pytorchReplicaSpecs"]["Master"]["template"]
-    assert master["metadata"]["labels"]["nvidia-nsight-profile"] == "enabled"
-    assert master["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+
+
+def test_trainjob_carries_runtime_label_resources_secrets_and_step_window(eks_tree: Path) -> None:
+    job = load_generated_yaml(eks_tree / "fsdp-p5-eks" / "trainjob.yaml")
+    spec = job["spec"]
+    assert spec["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+        "name": "torch-distributed",
+    }
+    trainer = spec["trainer"]
+    assert (trainer["numNodes"], trainer["numProcPerNode"]) == (2, 8)
+    assert trainer["resourcesPerNode"]["limits"] == {
+        "nvidia.com/gpu": 8,
+        "vpc.amazonaws.com/efa": 32,
+    }
+    assert trainer["command"] == ["/usr/local/bin/torchrun"]
+    assert {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}},
+    } in trainer["env"]
+    assert {"name": "NSYSGEN_PROFILE_RANKS", "value": "all"} in trainer["env"]
+    [patch] = spec["runtimePatches"]
+    [rjob] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = rjob["template"]["spec"]["template"]
+    assert pod["metadata"]["labels"]["nvidia-nsight-profile"] == "enabled"
+    assert "fsx-pvc" not in str(pod)  # 26.x uploads reports: no shared volume needed
+    values = load_generated_yaml(eks_tree / "fsdp-p5-eks" / "values-injector.yaml")
+    tool = values["nsight-injector"]["nsightToolConfig"]
+    assert tool["coordinator"] is False  # the program opens a step window
+    assert "--capture-range=cudaProfilerApi" in tool["nsightToolArgs"]
+    assert "--output" not in tool["nsightToolArgs"]
+    assert values["cloudStorage"]["secretRef"] == {"name": "nsight-s3-storage"}
+    secret = (eks_tree / "fsdp-p5-eks" / "storage-secret.sh").read_text()
+    assert "AWS_SECRET_ACCESS_KEY:?" in secret and "bucket_name: example-nsight-reports" in secret
+
+
+def test_trainjob_rank_selection_through_the_step_window(tmp_path: Path, run_cli: RunCli) -> None:
+    """Every TrainJob pod is injected; with steps only node 0's ranks open the window, and the
+    plan and NSG014 say what the other pod pays."""
+    base = ["target=eks", "workload=fsdp", IMAGE, "capture=steps", "capture.ranks=[0]"]
+    result = run_cli("plan", "--json", *base)
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    assert [lint["id"] for lint in plan["lints"]] == ["NSG014"]
+    assert "the other 1 pay the injection too" in plan["lints"][0]["message"]
+    assert run_cli(*base, f"output_dir={tmp_path}").code == 0
+    [folder] = folders(tmp_path)
+    env = load_generated_yaml(folder / "trainjob.yaml")["spec"]["trainer"]["env"]
+    assert {"name": "NSYSGEN_PROFILE_RANKS", "value": "0,1,2,3,4,5,6,7"} in env
+    window = run_cli("plan", "--json", "target=eks", "workload=fsdp", IMAGE, "capture.ranks=[0]")
+    [lint] = json.loads(window.out)["lints"]
+    assert lint["id"] == "NSG014" and "2 pods record" in lint["message"]
+
+
+def test_old_stack_is_one_switch_away(tmp_path: Path) -> None:
+    args = [
+        "target=eks",
+        "workload=fsdp",
+        IMAGE,
+        "target.job=pytorchjob",
+        "target.injector=sidecar",
+    ]
+    assert main([*args, f"output_dir={tmp_path}"]) == 0
+    [folder] = folders(tmp_path)
+    assert (folder / "pytorchjob.yaml").is_file() and not (folder / "trainjob.yaml").exists()
+    values = load_generated_yaml(folder / "values-injector.yaml")
+    assert values["profile"]["devtoolArgs"].startswith("profile ")
 
 
 INVALID = {
@@ -224,7 +318,7 @@ INVALID = {
         "regex engine may not support (allowed: ^ $ . * + ? [] () | and literal text)",
     ),
     "ranks-on-a-worker-only": (
-        ["capture.ranks=[8]"],
+        ["target.job=pytorchjob", "capture.ranks=[8]"],
         "capture.ranks: ranks [8] run on nodes [1]; the injector label selects the Master pod "
         "(node 0) or every pod (allowed: ranks on node 0, ranks on every node, one_per_node, all)",
     ),
@@ -235,7 +329,7 @@ INVALID = {
     ),
     "job-name-not-dns-1035": (
         ["job.name=9lives"],
-        "job.name: '9lives' is not a PyTorchJob name (allowed: a DNS-1035 label: lower-case "
+        "job.name: '9lives' is not a TrainJob name (allowed: a DNS-1035 label: lower-case "
         "letters, digits and '-', starting with a letter)",
     ),
 }
@@ -282,4 +376,4 @@ def test_eks_scripts_quote_the_namespace_and_clean_up_leftovers(eks_tree: Path) 
 
 def test_committed_eks_experiments_exist() -> None:
     for experiment in EKS_EXPERIMENTS:
-        assert (REPO / "generated" / experiment / "pytorchjob.yaml").is_file()
+        assert job_file(REPO / "generated" / experiment).is_file()

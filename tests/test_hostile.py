@@ -91,7 +91,7 @@ SCENARIOS = (
         ("target=slurm", "workload=nemo", "capture=nvtx", "cluster=p5", "nsight=2023.4.4"),
     ),
     Scenario("slurm-python", ("target=slurm", "workload=python", "capture=window")),
-    Scenario("eks", (), experiment="fsdp-p5-eks"),
+    Scenario("eks", (), experiment="fsdp-p4de-eks"),
 )
 SCENARIO_BY_NAME = {s.name: s for s in SCENARIOS}
 

@@ -13,6 +13,7 @@ from tests.conftest import EXPERIMENTS, REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
 # lint -> (overrides that fire it, overrides right next to them that do not)
+EKS = ["target=eks", "workload=fsdp", "workload.container_image=registry.example.com/fsdp:1"]
 CASES = {
     "NSG001": (
         ["capture.ranks=all", 'capture.extra_args=["--gpu-metrics-devices=all"]'],
@@ -61,6 +62,10 @@ CASES = {
     "NSG013": (
         ["capture=window", "capture.delay=3500", "capture.duration=60"],
         ["capture=window", "capture.delay=3400", "capture.duration=60"],
+    ),
+    "NSG014": (
+        [*EKS, "capture=steps", "capture.ranks=[0]"],
+        [*EKS, "capture=steps", "capture.ranks=[0,8]"],
     ),
 }
 

@@ -21,7 +21,14 @@ EKS_SCRIPTS = (
     "fetch-reports.sh",
     "recipes.sh",
 )
-SHELL_FILES = set(SLURM_SCRIPTS + EKS_SCRIPTS)
+# Present only for some setups: S3 copies, operator-26 upgrades, storage and coordinator.
+OPTIONAL_SCRIPTS = (
+    "upload-reports.sh",
+    "upgrade-injector.sh",
+    "storage-secret.sh",
+    "capture-window.sh",
+)
+SHELL_FILES = set(SLURM_SCRIPTS + EKS_SCRIPTS + OPTIONAL_SCRIPTS)
 
 MATRIX = [
     [
@@ -41,7 +48,28 @@ MATRIX = [
     )
     if not (workload == "nccl" and capture == "steps")
 ]
-SETUPS = [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX
+EKS_IMAGE = "workload.container_image=registry.example.com/fsdp:1"
+S3_SETUPS = [
+    ["workload=nccl", "capture.s3_uri=s3://bucket-1/prefix", "job.name=s3-slurm"],
+    *(
+        [
+            "target=eks",
+            "workload=fsdp",
+            EKS_IMAGE,
+            f"capture={capture}",
+            f"target.injector={injector}",
+            f"target.profile_config={config}",
+            "capture.s3_uri=s3://bucket-1/prefix",
+            f"job.name=s3-eks-{i}",
+        ]
+        for i, (capture, injector, config) in enumerate(
+            itertools.product(
+                ["window", "steps"], ["operator-26", "sidecar"], ["values", "resource"]
+            )
+        )
+    ),
+]
+SETUPS = [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX + S3_SETUPS
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +90,11 @@ def test_matrix_covers_every_setup(compiled_tree: Path) -> None:
     folders = sorted(compiled_tree.iterdir())
     assert len(folders) == len(SETUPS)
     for folder in folders:
-        eks = (folder / "pytorchjob.yaml").exists()
+        eks = (folder / "pytorchjob.yaml").exists() or (folder / "trainjob.yaml").exists()
         expected = EKS_SCRIPTS if eks else SLURM_SCRIPTS
-        assert sorted(p.name for p in _scripts(folder)) == sorted(expected), folder.name
+        names = [p.name for p in _scripts(folder)]
+        assert sorted(set(names) - set(OPTIONAL_SCRIPTS)) == sorted(expected), folder.name
+    assert set(OPTIONAL_SCRIPTS) <= {p.name for p in _scripts(compiled_tree)}
 
 
 def test_bash_parses_every_script(compiled_tree: Path) -> None:
@@ -94,7 +124,7 @@ def test_python_helper_compiles(compiled_tree: Path) -> None:
 
 
 def test_wrappers_exec_and_quote(compiled_tree: Path) -> None:
-    assert len(list(compiled_tree.rglob("nsys-exec"))) == len(MATRIX) + 4
+    assert len(list(compiled_tree.rglob("nsys-exec"))) == len(MATRIX) + 4 + 1  # + S3 slurm
     for wrapper in compiled_tree.rglob("nsys-exec"):
         text = wrapper.read_text()
         assert 'exec "$nsys" profile' in text

@@ -135,7 +135,7 @@ INVALID = {
         [
             "capture.delayy: unknown key (did you mean delay?) (allowed keys: cpuctxsw, delay, duration, efa_metrics, "
             "extra_args, first_step, gpu_metrics, last_step, mode, nvtx_domain, nvtx_range, pace_kernels, ranks, "
-            "recipes, report_dir, report_name, sample, trace)",
+            "recipes, report_dir, report_name, s3_uri, sample, trace)",
             "capture.ranks: [-1] is not allowed (allowed: a non-empty list of distinct global ranks "
             "such as [0, 8], or one_per_node, or all)",
             "capture.sample: 'cpu' is not allowed (allowed: 'none', 'process-tree', 'system-wide')",

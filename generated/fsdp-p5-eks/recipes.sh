@@ -104,3 +104,10 @@ echo "recipes.sh: network_map_aws"
 "$nsys" recipe network_map_aws --input "$report_dir" --output "$out_dir/"network_map_aws --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: outputs in $out_dir"
+
+# 4. Reports and recipe outputs (OUTPUT_DIR, when inside REPORT_DIR) to S3: upload-reports.sh.
+"$(dirname "$0")/upload-reports.sh" "$report_dir"
+case "$out_dir" in
+  "$report_dir"/*) ;;
+  *) echo "recipes.sh: $out_dir is outside $report_dir and was not uploaded" >&2 ;;
+esac

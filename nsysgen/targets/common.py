@@ -66,6 +66,23 @@ def recipes_script(config: Config) -> ArtifactSpec:
             "importer": config.importer_path,
             "report_dir": config.capture.report_dir,
             "runs": recipe_runs(config),
+            "upload": config.capture.s3_uri is not None,
+        },
+    )
+
+
+def upload_script(config: Config) -> ArtifactSpec | None:
+    """upload-reports.sh: reports and recipe outputs to capture.s3_uri, if one is set."""
+    if config.capture.s3_uri is None:
+        return None
+    return ArtifactSpec(
+        path="upload-reports.sh",
+        template="common/upload-reports.sh.j2",
+        executable=True,
+        context={
+            "job_name": config.job.name,
+            "report_dir": config.capture.report_dir,
+            "s3_uri": config.capture.s3_uri,
         },
     )
 

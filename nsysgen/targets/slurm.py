@@ -14,7 +14,7 @@ from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
 from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
-from nsysgen.targets.common import install_script, recipes_script, workload_files
+from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
 from nsysgen.teardown import sbatch_options as teardown_options
 from nsysgen.teardown import write_seconds
 from nsysgen.workloads import LaunchShell, ShellExpr, program, typed_block
@@ -316,6 +316,9 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         *workload_files(config),
         *_verify_files(config),
     ]
+    upload = upload_script(config)
+    if upload is not None:
+        specs.append(upload)
     specs.append(_readme(config, selection, plan, sorted(s.path for s in specs)))
     return specs
 

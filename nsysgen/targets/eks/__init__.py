@@ -1,4 +1,4 @@
-"""EKS target: injector Helm values, a PyTorchJob, and the scripts around them."""
+"""EKS target: injector Helm values, a TrainJob or PyTorchJob, and the scripts around them."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
 from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
+from nsysgen.plan import ProfilePlan, RecordedTask, RecordedTasks, expand_name
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
-from nsysgen.targets.common import recipes_script, workload_files
+from nsysgen.targets.common import recipes_script, upload_script, workload_files
 from nsysgen.targets.eks.injection import (
     injection_issues,
     injection_pattern,
@@ -49,7 +49,7 @@ def eks_settings(config: Config) -> EksSettings:
 
 @dataclass(frozen=True)
 class Injector:
-    """What differs between the sidecar injector 1.0.x and the Nsight Operator 1.x."""
+    """What differs between the sidecar injector 1.0.x and the Nsight Operator 1.x and 26.x."""
 
     label: str
     process: str
@@ -57,6 +57,7 @@ class Injector:
     container: str
     unique: str  # extra name parts that keep names unique across restarts
     leftovers: bool  # known objects `helm uninstall` leaves behind
+    names_reports: bool = False  # 26.x: the operator names and stores reports (no -o)
 
 
 INJECTORS = {
@@ -68,7 +69,7 @@ INJECTORS = {
         "_{TIMESTAMP}_{UID}",
         True,
     ),
-    "operator": Injector(
+    "operator-1": Injector(
         "nvidia-nsight-profile",
         "{NVDT_PROCESS_NAME}",
         "%{NVDT_POD_FULLNAME}",
@@ -76,16 +77,32 @@ INJECTORS = {
         "",
         False,
     ),
+    "operator-26": Injector("nvidia-nsight-profile", "", "", "", "", False, names_reports=True),
 }
 REPORTS_VOLUME = "nsys-reports"
+# The operator-26 storage when capture.s3_uri is unset: the chart's in-cluster MinIO bucket.
+MINIO_BUCKET = "nsight-reports"
 
 
 def injector(config: Config) -> Injector:
     return INJECTORS[eks_settings(config).injector]
 
 
+def storage(config: Config) -> str:
+    """Where operator-26 stores reports: the bucket of capture.s3_uri, or in-cluster MinIO."""
+    uri = config.capture.s3_uri
+    return f"s3://{bucket(uri)}" if uri else f"minio://{MINIO_BUCKET}"
+
+
+def bucket(uri: str) -> str:
+    return uri.removeprefix("s3://").split("/", 1)[0]
+
+
 def report_output(config: Config) -> str:
     flavor = injector(config)
+    if flavor.names_reports:
+        # 26.x: no -o; each profiled process uploads <report_uuid>/<name>.nsys-rep to storage.
+        return f"{storage(config)}/<report_uuid>/<operator_named>"
     name = f"{config.job.name}_{flavor.process}_{flavor.pod}_{flavor.container}{flavor.unique}"
     return f"{config.capture.report_dir}/{name}"
 
@@ -95,8 +112,28 @@ def devtool_args(plan: ProfilePlan) -> str:
     return " ".join(["profile", *plan.profile_args, *plan.collector_args])
 
 
+def coordinator_mode(config: Config) -> bool:
+    """26.x Coordinator Mode: the coordinator opens a delay/duration window; the program opens
+    a step or NVTX window itself (cudaProfilerApi / nvtx capture range)."""
+    setting = eks_settings(config).coordinator
+    return config.capture.mode == "window" if setting == "auto" else bool(setting)
+
+
+_OPERATOR_OWNED = ("--output", "--force-overwrite")  # 26.x names and uploads reports itself
+_WINDOW_SWITCHES = ("--delay", "--duration", "--kill")  # the coordinator's, in Coordinator Mode
+
+
+def tool_args(config: Config, plan: ProfilePlan) -> str:
+    """nsightToolArgs: nsys flags only (no `profile`, no -o), one string."""
+    drop = _OPERATOR_OWNED + (_WINDOW_SWITCHES if coordinator_mode(config) else ())
+    args = [a for a in (*plan.profile_args, *plan.collector_args) if a.split("=")[0] not in drop]
+    return " ".join(args)
+
+
 def profiled_replicas(config: Config) -> tuple[str, ...]:
     """Replica types whose pods carry the injector label (Master = node 0)."""
+    if eks_settings(config).job == "trainjob":
+        return ("node",)  # one replicated job, homogeneous pods: all labelled
     ranks = config.capture.ranks
     nodes = config.cluster.nodes
     if isinstance(ranks, str):
@@ -105,8 +142,22 @@ def profiled_replicas(config: Config) -> tuple[str, ...]:
     return ("Master",) if profiled == {0} else ("Master", "Worker")
 
 
+def recording_nodes(config: Config) -> list[int]:
+    """Nodes whose pods record: all labelled pods, or (TrainJob, step window) the nodes of the
+    ranks in NSYSGEN_PROFILE_RANKS; the others run under nsys but never open the window."""
+    nodes = config.cluster.nodes
+    if eks_settings(config).job == "trainjob":
+        if config.capture.mode != "steps":
+            return list(range(nodes))  # the window opens in every labelled pod (NSG014)
+        return _chosen_nodes(config)
+    labelled = profiled_replicas(config)
+    return [n for n in range(nodes) if ("Master" if n == 0 else "Worker") in labelled]
+
+
 def helm_values(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     target = eks_settings(config)
+    if target.injector == "operator-26":
+        return helm_values_26(config, plan)
     volumes = [{"name": REPORTS_VOLUME, "persistentVolumeClaim": {"claimName": target.reports_pvc}}]
     mounts = [{"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs}]
     profile: dict[str, Any] = {
@@ -127,10 +178,61 @@ def helm_values(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     }
 
 
+def helm_values_26(config: Config, plan: ProfilePlan) -> dict[str, Any]:
+    """Values of the nsight-operator chart 26.x (schemas/helm-nsight-operator-26.schema.json)."""
+    target = eks_settings(config)
+    injector_values: dict[str, Any] = {"privileged": target.privileged}
+    if target.profile_config == "values":
+        injector_values["nsightToolConfig"] = {
+            "coordinator": coordinator_mode(config),
+            "nsightToolArgs": tool_args(config, plan),
+            "injectionIncludePatterns": [injection_pattern(config)],
+        }
+    cloud: dict[str, Any] = {"enabled": True}
+    if config.capture.s3_uri:
+        cloud["minio"] = {"enabled": False}
+        cloud["secretRef"] = {"name": target.storage_secret}
+    else:
+        cloud["minio"] = {"enabled": True}
+    values: dict[str, Any] = {"nsight-injector": injector_values, "cloudStorage": cloud}
+    if not target.machine_config:
+        values["machineConfig"] = None
+    return values
+
+
+def profile_config(config: Config, plan: ProfilePlan) -> dict[str, Any]:
+    """The 26.3 NsightOperatorProfileConfig for this job (its rule schema is unconfirmed)."""
+    target = eks_settings(config)
+    name = config.job.name
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "NsightOperatorProfileConfig",
+        "metadata": {"name": f"{name}-profile", "namespace": target.namespace},
+        "spec": {
+            "nsightToolConfigs": [
+                {
+                    "name": name,
+                    "coordinator": coordinator_mode(config),
+                    "nsightToolArgs": tool_args(config, plan),
+                }
+            ],
+            "injectionRules": [
+                {
+                    "name": name,
+                    "podSelector": {"matchLabels": {injector(config).label: "enabled"}},
+                    "injectionIncludePatterns": [injection_pattern(config)],
+                    "nsightToolConfig": name,
+                }
+            ],
+        },
+    }
+
+
 NSYS_TMP = "/nsys-tmp"  # an emptyDir: writable and exec-able whatever the image's /tmp is
+TRAINER_STEP = "node"  # the torch-distributed runtime's replicated job and container
 
 
-def _container(config: Config) -> dict[str, Any]:
+def _env(config: Config) -> list[dict[str, Any]]:
     target = eks_settings(config)
     # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
     # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
@@ -143,10 +245,44 @@ def _container(config: Config) -> dict[str, Any]:
         {"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}}
         for name, ref in sorted(target.secret_env.items())
     ]
+    return env
+
+
+def _resources(config: Config) -> dict[str, Any]:
     resources: dict[str, Any] = {"nvidia.com/gpu": config.cluster.gpus_per_node}
     if config.cluster.efa_devices:
         resources["vpc.amazonaws.com/efa"] = config.cluster.efa_devices
-    resources.update(target.extra_resources)
+    resources.update(eks_settings(config).extra_resources)
+    return {"requests": resources, "limits": dict(resources)}
+
+
+def _reports_on_pvc(config: Config) -> bool:
+    return not injector(config).names_reports  # 26.x uploads reports to its storage
+
+
+def _mounts(config: Config) -> list[dict[str, Any]]:
+    mounts = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "nsys-tmp", "mountPath": NSYS_TMP},
+    ]
+    if _reports_on_pvc(config):
+        mounts.append({"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs})
+    return mounts
+
+
+def _volumes(config: Config) -> list[dict[str, Any]]:
+    volumes: list[dict[str, Any]] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+        {"name": "nsys-tmp", "emptyDir": {}},
+    ]
+    if _reports_on_pvc(config):
+        claim = {"claimName": eks_settings(config).reports_pvc}
+        volumes.append({"name": REPORTS_VOLUME, "persistentVolumeClaim": claim})
+    return volumes
+
+
+def _container(config: Config) -> dict[str, Any]:
+    target = eks_settings(config)
     return {
         "name": "pytorch",  # the training operator requires a container of this name
         "image": config.workload.container_image,
@@ -155,13 +291,9 @@ def _container(config: Config) -> dict[str, Any]:
         # torchrun reads PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR/PORT set by the operator.
         "command": [target.torchrun_path],
         "args": torchrun_args(config),
-        "env": env,
-        "resources": {"requests": resources, "limits": dict(resources)},
-        "volumeMounts": [
-            {"name": "dshm", "mountPath": "/dev/shm"},
-            {"name": "nsys-tmp", "mountPath": NSYS_TMP},
-            {"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs},
-        ],
+        "env": _env(config),
+        "resources": _resources(config),
+        "volumeMounts": _mounts(config),
     }
 
 
@@ -184,14 +316,7 @@ def pytorchjob(config: Config) -> dict[str, Any]:
                         "node.kubernetes.io/instance-type": config.cluster.instance_type
                     },
                     "containers": [_container(config)],
-                    "volumes": [
-                        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                        {"name": "nsys-tmp", "emptyDir": {}},
-                        {
-                            "name": REPORTS_VOLUME,
-                            "persistentVolumeClaim": {"claimName": target.reports_pvc},
-                        },
-                    ],
+                    "volumes": _volumes(config),
                 },
             },
         }
@@ -207,6 +332,67 @@ def pytorchjob(config: Config) -> dict[str, Any]:
             "nprocPerNode": str(config.cluster.gpus_per_node),
             "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
             "pytorchReplicaSpecs": specs,
+        },
+    }
+
+
+def trainjob(config: Config) -> dict[str, Any]:
+    """A Kubeflow Trainer v2 TrainJob on the torch-distributed runtime.
+
+    The trainer block carries image, torchrun, nodes, GPUs and EFA devices, env and secret
+    references; one runtimePatches entry (the v2.2+ API) adds what the trainer block cannot:
+    the injector label, the volumes and their mounts, the node selector. Every pod of the one
+    replicated job gets the same patch, so every pod is labelled (see recording_nodes).
+    """
+    target = eks_settings(config)
+    labels = {"app": config.job.name, injector(config).label: "enabled"}
+    pod_patch = {
+        "metadata": {"labels": labels},
+        "spec": {
+            "terminationGracePeriodSeconds": target.termination_grace_period_s,
+            "nodeSelector": {"node.kubernetes.io/instance-type": config.cluster.instance_type},
+            "volumes": _volumes(config),
+            "containers": [{"name": TRAINER_STEP, "volumeMounts": _mounts(config)}],
+        },
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": config.job.name, "namespace": target.namespace},
+        "spec": {
+            "runtimeRef": {
+                "apiGroup": "trainer.kubeflow.org",
+                "kind": target.runtime_kind,
+                "name": target.runtime,
+            },
+            "trainer": {
+                "image": config.workload.container_image,
+                # torchrun itself, not `bash -c "torchrun ..."`: the injector matches this
+                # process; torchrun reads PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR/PORT.
+                "command": [target.torchrun_path],
+                "args": torchrun_args(config),
+                "numNodes": config.cluster.nodes,
+                "numProcPerNode": config.cluster.gpus_per_node,
+                "resourcesPerNode": _resources(config),
+                "env": _env(config),
+            },
+            "runtimePatches": [
+                {
+                    "manager": "nsysgen",
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": TRAINER_STEP,
+                                        "template": {"spec": {"template": pod_patch}},
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
         },
     }
 
@@ -237,8 +423,13 @@ def fetch_pod_overrides(config: Config) -> str:
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
+def _kind(config: Config) -> str:
+    return "TrainJob" if eks_settings(config).job == "trainjob" else "PyTorchJob"
+
+
 def checks(config: Config) -> Iterator[Issue]:
     workload = config.workload
+    target = eks_settings(config)
     if workload.kind != "fsdp":
         yield Issue(
             "workload.kind",
@@ -255,7 +446,7 @@ def checks(config: Config) -> Iterator[Issue]:
     if not _DNS_1035.match(config.job.name):
         yield Issue(
             "job.name",
-            f"{config.job.name!r} is not a PyTorchJob name (allowed: a "
+            f"{config.job.name!r} is not a {_kind(config)} name (allowed: a "
             "DNS-1035 label: lower-case letters, digits and '-', starting with a letter)",
         )
     if " " in config.capture.report_dir:
@@ -264,25 +455,91 @@ def checks(config: Config) -> Iterator[Issue]:
             "the injector passes nsys arguments as one "
             "space-separated string (allowed: a path without spaces)",
         )
-    ranks = config.capture.ranks
-    if isinstance(ranks, tuple):
-        nodes = sorted({rank // config.cluster.gpus_per_node for rank in ranks})
-        if nodes != [0] and nodes != list(range(config.cluster.nodes)):
-            yield Issue(
-                "capture.ranks",
-                f"ranks {list(ranks)} run on nodes {nodes}; the injector "
-                "label selects the Master pod (node 0) or every pod (allowed: ranks on "
-                "node 0, ranks on every node, one_per_node, all)",
-            )
+    yield from _rank_issues(config)
+    coordinated = target.injector == "operator-26" and target.coordinator is True
+    if coordinated and config.capture.mode != "window":
+        yield Issue(
+            "target.coordinator",
+            f"capture={config.capture.mode}: the program opens the window itself, which "
+            "Coordinator Mode would leave to the coordinator (allowed: auto or false, or "
+            "capture=window)",
+        )
     yield from injection_issues(config)
 
 
-def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+def _rank_issues(config: Config) -> Iterator[Issue]:
+    ranks = config.capture.ranks
+    if not isinstance(ranks, tuple):
+        return
+    nodes = sorted({rank // config.cluster.gpus_per_node for rank in ranks})
+    if nodes == list(range(config.cluster.nodes)):
+        return
+    if eks_settings(config).job == "trainjob":
+        return  # every pod is labelled: NSG014 says what that costs
+    if nodes != [0]:
+        yield Issue(
+            "capture.ranks",
+            f"ranks {list(ranks)} run on nodes {nodes}; the injector "
+            "label selects the Master pod (node 0) or every pod (allowed: ranks on "
+            "node 0, ranks on every node, one_per_node, all)",
+        )
+
+
+def _chosen_nodes(config: Config) -> list[int]:
+    ranks = config.capture.ranks
+    if isinstance(ranks, str):
+        return list(range(config.cluster.nodes))
+    return sorted({rank // config.cluster.gpus_per_node for rank in ranks})
+
+
+def _every_pod_under_nsys(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if eks_settings(config).job != "trainjob":
+        return
+    pods = config.cluster.nodes
+    chosen = _chosen_nodes(config)
+    recording = len(plan.recorded)
+    slowdown = plan.slowdown
+    cost = (
+        f"~{slowdown.rank_percent:g} % slower outside the window ({slowdown.basis})"
+        if slowdown.rank_percent
+        else "nsys start-up and memory only (no CUDA tracing)"
+    )
+    if recording > len(chosen):
+        yield (
+            "capture.ranks",
+            f"a TrainJob labels all {pods} pods alike and capture={config.capture.mode} opens "
+            f"the window in every one of them: {recording} pods record, not only the "
+            f"{len(chosen)} node(s) of capture.ranks (capture=steps records only the chosen "
+            "ranks; target.job=pytorchjob labels only the Master pod)",
+        )
+    elif recording < pods:
+        yield (
+            "target.job",
+            f"a TrainJob labels all {pods} pods alike: every pod runs torchrun under nsys, and "
+            f"only the {recording} pod(s) of NSYSGEN_PROFILE_RANKS open the window; the other "
+            f"{pods - recording} pay the injection too: {cost}",
+        )
+
+
+EVERY_POD_LINT = Lint(
+    "NSG014",
+    "a TrainJob runs every pod under nsys, also those whose ranks do not record",
+    "accept the cost, record every node, or use target.job=pytorchjob to label only some pods",
+    "warning",
+    _every_pod_under_nsys,
+)
+
+
+def _scripts_context(config: Config) -> dict[str, Any]:
     target = eks_settings(config)
     flavor = injector(config)
-    context = {
+    uri = config.capture.s3_uri
+    return {
         "job_name": config.job.name,
+        "job_kind": _kind(config),
+        "job_file": f"{target.job}.yaml",
         "namespace": target.namespace,
+        "operator_namespace": target.operator_namespace,
         "release": target.release,
         "chart": target.charts[target.injector],
         "injector": target.injector,
@@ -290,26 +547,67 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "leftovers": flavor.leftovers,
         "report_dir": config.capture.report_dir,
         "fetch_overrides": fetch_pod_overrides(config),
+        "s3_uri": uri,
+        "bucket": bucket(uri) if uri else None,
+        "storage_secret": target.storage_secret,
+        "profile_config": target.profile_config == "resource",
+        "coordinator": coordinator_mode(config),
+        "delay": config.capture.delay or 0,
+        "duration": config.capture.duration,
     }
+
+
+def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+    target = eks_settings(config)
+    context = _scripts_context(config)
+    job = trainjob(config) if target.job == "trainjob" else pytorchjob(config)
     specs = [
         ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
-        ArtifactSpec("pytorchjob.yaml", "common/yaml.j2", {"data": pytorchjob(config)}),
-        ArtifactSpec("install-injector.sh", "eks/install-injector.sh.j2", context, True),
-        ArtifactSpec("uninstall-injector.sh", "eks/uninstall-injector.sh.j2", context, True),
+        ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job}),
         ArtifactSpec("label-namespace.sh", "eks/label-namespace.sh.j2", context, True),
-        ArtifactSpec("fetch-reports.sh", "eks/fetch-reports.sh.j2", context, True),
         recipes_script(config),
         *workload_files(config),
         *_verify_files(config),
     ]
+    upload = upload_script(config)
+    if upload is not None:
+        specs.append(upload)
+    if target.injector == "operator-26":
+        specs += [
+            ArtifactSpec("install-injector.sh", "eks/install-operator-26.sh.j2", context, True),
+            ArtifactSpec("upgrade-injector.sh", "eks/upgrade-operator-26.sh.j2", context, True),
+            ArtifactSpec("uninstall-injector.sh", "eks/uninstall-operator-26.sh.j2", context, True),
+            ArtifactSpec("fetch-reports.sh", "eks/fetch-reports-26.sh.j2", context, True),
+        ]
+        if target.profile_config == "resource":
+            data = {"data": profile_config(config, plan)}
+            specs.append(ArtifactSpec("profile-config.yaml", "common/yaml.j2", data))
+        if config.capture.s3_uri:
+            specs.append(
+                ArtifactSpec("storage-secret.sh", "eks/storage-secret.sh.j2", context, True)
+            )
+        if coordinator_mode(config):
+            specs.append(
+                ArtifactSpec("capture-window.sh", "eks/capture-window.sh.j2", context, True)
+            )
+    else:
+        specs += [
+            ArtifactSpec("install-injector.sh", "eks/install-injector.sh.j2", context, True),
+            ArtifactSpec("uninstall-injector.sh", "eks/uninstall-injector.sh.j2", context, True),
+            ArtifactSpec("fetch-reports.sh", "eks/fetch-reports.sh.j2", context, True),
+        ]
     readme = {
         **context,
         "config": config,
+        "target": target,
         "files": sorted(s.path for s in specs),
         "labelled": profiled_replicas(config),
+        "recording_nodes": recording_nodes(config),
         "process": process_lines(config).torchrun,
         "pattern": injection_pattern(config),
         "report_pattern": report_output(config) + ".nsys-rep",
+        "names_reports": injector(config).names_reports,
+        "tool_args": tool_args(config, plan),
         "collector_args": list(plan.collector_args),
         "step_env": dict(step_window_env(config)),
         "recipe_folders": [run.folder for run in recipe_runs(config)],
@@ -318,16 +616,23 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     return specs
 
 
-def recorded(config: Config) -> RecordedTasks:
-    """One report per labelled pod (a pod is a node), named by the injector's placeholders."""
-    labelled = profiled_replicas(config)
+def _pod_name(config: Config, node: int) -> str:
+    if eks_settings(config).job == "trainjob":
+        return f"{config.job.name}-{TRAINER_STEP}-0-{node}"  # JobSet: <job>-<step>-<job#>-<pod#>
+    return f"{config.job.name}-{'master' if node == 0 else 'worker'}-{0 if node == 0 else node - 1}"
+
+
+def recorded(config: Config) -> Iterator[RecordedTask]:
+    """One report per recording pod (a pod is a node), named by the injector's placeholders."""
     template = report_output(config)
     namespace = eks_settings(config).namespace
     collectors = bool(nsys_cmd.collector_args(config))
-
-    def name_of(task: int, node: int, local: int) -> str:
-        replica = "Master" if node == 0 else "Worker"
-        pod = f"{config.job.name}-{replica.lower()}-{0 if node == 0 else node - 1}"
+    for node in recording_nodes(config):
+        pod = _pod_name(config, node)
+        if injector(config).names_reports:
+            name = f"{storage(config)}/<report_uuid>/<tag>_python3_{pod}_<hash>"
+            yield RecordedTask(node, node, 0, name, collectors)
+            continue
         injector_values = {
             "{PROCESS_NAME}": "python3",
             "{NVDT_PROCESS_NAME}": "python3",
@@ -341,13 +646,8 @@ def recorded(config: Config) -> RecordedTasks:
         name = template
         for placeholder, value in injector_values.items():
             name = name.replace(placeholder, value)
-        return expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
-
-    start = 0 if "Master" in labelled else 1
-    stop = config.cluster.nodes if "Worker" in labelled else min(1, config.cluster.nodes)
-    return RecordedTasks(
-        1, "node", name_of, lambda *_: collectors, start, max(start, stop), locals_=(0,)
-    )
+        name = expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
+        yield RecordedTask(node, node, 0, name, collectors)
 
 
 class Eks:
@@ -355,7 +655,7 @@ class Eks:
     unit = "pod"
     variables = EKS_POD_VARS
     misleading_variables: Mapping[str, str] = {}
-    lints: tuple[Lint, ...] = ()
+    lints: tuple[Lint, ...] = (EVERY_POD_LINT,)
     schema = None
 
     def settings(self, block: Block) -> TargetSettings:
@@ -369,7 +669,8 @@ class Eks:
         return report_output(config)
 
     def recorded(self, config: Config) -> RecordedTasks:
-        return recorded(config)
+        # Pods are few (one per node) and named per pod: listed, not a range.
+        return RecordedTasks.from_tasks(recorded(config), per_node=1)
 
     def in_container(self, config: Config) -> bool:
         return True  # a pod runs containers

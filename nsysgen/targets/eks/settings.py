@@ -8,13 +8,25 @@ from typing import Any, Literal
 
 from nsysgen.model import TargetSettings
 
+JobKind = Literal["trainjob", "pytorchjob"]
+InjectorKind = Literal["operator-26", "operator-1", "sidecar"]
+
 
 @dataclass(frozen=True)
 class EksSettings(TargetSettings):
     namespace: str
-    injector: Literal["sidecar", "operator"]
+    job: JobKind
+    runtime: str  # the TrainJob's runtimeRef.name
+    runtime_kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"]
+    injector: InjectorKind
     charts: Mapping[str, str]  # injector -> Helm chart URL
     release: str
+    operator_namespace: str  # where the 26.x chart is installed
+    profile_config: Literal["values", "resource"]  # 26.x: flat 26.2 keys or the 26.3 CR
+    coordinator: Literal["auto"] | bool
+    storage_secret: str  # 26.x: Secret with storage-config.yaml (for capture.s3_uri)
+    machine_config: bool
+    privileged: bool
     nsight_image: str
     reports_pvc: str
     torchrun_interpreter: str
