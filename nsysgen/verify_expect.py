@@ -64,7 +64,7 @@ def generic_regex(template: str) -> str:
     """A regex matching any name the -o template can produce; %q{VAR} become named groups."""
     parts, pos, seen = [], 0, set()
     for match in _NSYS_PLACEHOLDER.finditer(template):
-        parts.append(re.escape(template[pos : match.start()]))
+        parts.append(_literal(template[pos : match.start()]))
         var = match.group(1)
         if match.group(0) == "%%":
             parts.append("%")
@@ -74,8 +74,13 @@ def generic_regex(template: str) -> str:
         else:
             parts.append(_ANY)
         pos = match.end()
-    parts.append(re.escape(template[pos:]))
+    parts.append(_literal(template[pos:]))
     return "".join(parts)
+
+
+def _literal(text: str) -> str:
+    """Escaped text, where a <token> (a part only the run knows) matches anything."""
+    return _ANY.join(re.escape(piece) for piece in _TOKEN.split(text)[::2])
 
 
 def _label(config: Config, task: RecordedTask) -> str:
