@@ -623,7 +623,11 @@ def sbatch_directives(text: str) -> list[str]:
         if line.strip() and not line.startswith("#"):
             break
         if line.startswith("#SBATCH"):
-            found.append(line)
+            # sbatch drops the double quotes around a value (nsysgen quotes values with spaces
+            # or "#"); compare what it reads, not how it is spelled.
+            name, _, value = line.partition("=")
+            unquoted = value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
+            found.append(f"{name}={unquoted}" if _ else line)
     return found
 
 

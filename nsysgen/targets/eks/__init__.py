@@ -449,12 +449,7 @@ def checks(config: Config) -> Iterator[Issue]:
             f"{config.job.name!r} is not a {_kind(config)} name (allowed: a "
             "DNS-1035 label: lower-case letters, digits and '-', starting with a letter)",
         )
-    if " " in config.capture.report_dir:
-        yield Issue(
-            "capture.report_dir",
-            "the injector passes nsys arguments as one "
-            "space-separated string (allowed: a path without spaces)",
-        )
+    yield from _split_args(config)
     yield from _rank_issues(config)
     coordinated = target.injector == "operator-26" and target.coordinator is True
     if coordinated and config.capture.mode != "window":
@@ -465,6 +460,34 @@ def checks(config: Config) -> Iterator[Issue]:
             "capture=window)",
         )
     yield from injection_issues(config)
+
+
+_SHELL_SYNTAX = frozenset("$`;&|<>()[]*?!#\\'\"")
+
+
+def _split_args(config: Config) -> Iterator[Issue]:
+    """The injectors take nsys's arguments as one string and split it on whitespace: a value
+    with a space would become several arguments. Whether they pass the string through a shell
+    is not documented, so shell syntax is refused there too."""
+    sources: list[tuple[str, str]] = [("capture.report_dir", config.capture.report_dir)]
+    sources += [(f"capture.extra_args[{i}]", a) for i, a in enumerate(config.capture.extra_args)]
+    sources += [
+        (f"nsight.plugins.{name}[{i}]", flag)
+        for name, flags in sorted(config.nsight.plugins.items())
+        for i, flag in enumerate(flags)
+    ]
+    if config.nsight.gpu_metrics_node_value is not None:
+        sources.append(("nsight.gpu_metrics.node_value", config.nsight.gpu_metrics_node_value))
+    if config.capture.report_name is not None:
+        sources.append(("capture.report_name", config.capture.report_name))
+    for path, value in sources:
+        if any(c.isspace() or c in _SHELL_SYNTAX for c in value):
+            yield Issue(
+                path,
+                f"{value!r}: the injector passes nsys arguments as one string split on spaces "
+                "(allowed: a value without spaces, quotes or shell syntax $ ` ; & | < > ( ) "
+                "[ ] * ? ! # \\)",
+            )
 
 
 def _rank_issues(config: Config) -> Iterator[Issue]:
