@@ -10,6 +10,7 @@ Hydra: composition, and the split of a sweep's overrides into points (`Composer.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,9 @@ class Composed:
     # group -> the --config-dir file that provided its option (packaged options are left out),
     # so that an error in a user's file names the file.
     sources: dict[str, str] = field(default_factory=dict)
+    # dotted key -> the keys its value interpolates (capture.report_dir -> cluster.shared_fs,
+    # job.name), so that an error about a derived value also names what the user set.
+    derived: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Composer:
@@ -143,11 +147,13 @@ class Composer:
         except Unsupported:
             data = _assign_and_resolve_with_omegaconf(base.cfg, assignments)
         extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
+        assigned = {key for key, _ in assignments}
         return Composed(
             data=data,
             choices=base.choices,
             overrides=(*overrides, *extra),
             sources=self.sources(base.choices),
+            derived={k: v for k, v in base.references.items() if k not in assigned},
         )
 
     def sources(self, choices: Mapping[str, str]) -> dict[str, str]:
@@ -226,6 +232,26 @@ class _Base:
     cfg: DictConfig  # as Hydra composed it, interpolations unresolved
     plain: dict[str, Any]  # the same as plain containers
     choices: dict[str, str]
+
+    @property
+    def references(self) -> dict[str, tuple[str, ...]]:
+        return references(self.plain)
+
+
+def references(node: Any, path: str = "") -> dict[str, tuple[str, ...]]:
+    """dotted key -> the keys that its unresolved value interpolates (`${a.b}`)."""
+    found: dict[str, tuple[str, ...]] = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found.update(references(value, f"{path}.{key}" if path else str(key)))
+    elif isinstance(node, str) and "${" in node:
+        keys = tuple(dict.fromkeys(_REFERENCE.findall(node)))
+        if keys:
+            found[path] = keys
+    return found
+
+
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.-]*)\}")
 
 
 def _assign_and_resolve(

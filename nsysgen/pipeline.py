@@ -54,7 +54,7 @@ def build_config(
     warnings, or all of them when lint errors should not stop (`nsysgen plan` shows them)."""
     issues = value_issues(composed.data) or schema_issues(composed.data)
     if issues:
-        raise InvalidConfig(issues, composed.choices, composed.sources)
+        raise InvalidConfig(_with_origins(issues, composed), composed.choices, composed.sources)
     config = model.from_dict(composed.data)
     target = TARGETS[config.target.name]
     issues = semantic_issues(config) + list(target.checks(config))
@@ -71,7 +71,7 @@ def build_config(
         ]
         findings = [f for f in findings if f.severity == "warning"]
     if issues:
-        raise InvalidConfig(issues, composed.choices, composed.sources)
+        raise InvalidConfig(_with_origins(issues, composed), composed.choices, composed.sources)
     return config, plan, findings
 
 
@@ -96,3 +96,16 @@ def compile_config(
         root=root if (config_dirs or inputs) else "",
     )
     return Compiled(config=config, files=files, manifest=manifest, warnings=warnings)
+
+
+def _with_origins(issues: list[Issue], composed: Composed) -> list[Issue]:
+    """Issues about a value that interpolates others also name those (what the user set)."""
+    out = []
+    for issue in issues:
+        origins = composed.derived.get(issue.path)
+        if origins:
+            issue = Issue(
+                issue.path, f"{issue.message} (its value comes from {', '.join(origins)})"
+            )
+        out.append(issue)
+    return out

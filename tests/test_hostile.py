@@ -872,12 +872,17 @@ class Harness:
         swap = IDENTITY if hostile.resolves or base.value is None else Swap.of(value, base.value)
         got = observe(self.box, compiled.folder, data, swap)
         problems += got.problems
-        if base.observed is not None and not hostile.resolves:
+        if base.observed is not None and not hostile.resolves and field.dotted not in SLUGGED:
             problems += compare(base.observed, got)
         markers = self.box.markers()
         if markers:
             problems.insert(0, f"INJECTION: marker files created: {markers}")
         return problems
+
+
+# Fields whose value also names a folder in slug form (a pace recipe's output folder): the
+# folder name differs by design; the value itself is still checked to arrive intact.
+SLUGGED = {"capture.pace_kernels[0]"}
 
 
 def _tree(root: Path) -> list[str]:
