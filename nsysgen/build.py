@@ -15,7 +15,7 @@ from typing import Any
 
 from nsysgen import __version__
 from nsysgen.compose import Composed, Composer
-from nsysgen.errors import InvalidConfig, NsysgenError
+from nsysgen.errors import ComposeError, InvalidConfig, NsysgenError
 from nsysgen.lints import Finding
 from nsysgen.manifest import TamperedFile, is_safe_relative, load_json
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
@@ -95,6 +95,8 @@ def name_points(composer: Composer, args: Sequence[str]) -> tuple[str, list[Name
     """(sweep root folder name, points): each point's job is named from its own config, so a
     sweep over clusters names the p4de job after p4de; the root holds what they share."""
     sweep = expand(composer, args)
+    if not sweep.points:
+        raise ComposeError(f"{' '.join(args)}: the sweep has no points (an empty range or list)")
     own = [str(composer.compose(p.overrides).data["job"]["name"]) for p in sweep.points]
     points = [
         NamedPoint(point.slug(), point.overrides, f"{name}_{point.slug()}")
@@ -107,8 +109,8 @@ def merged_name(names: Sequence[str]) -> str:
     """One name for several: the common leading and trailing parts, the rest joined by "+"
     (nccl-p4de-slurm and nccl-p5-slurm -> nccl-p4de+p5-slurm)."""
     distinct = list(dict.fromkeys(names))
-    if len(distinct) == 1:
-        return distinct[0]
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else "sweep"
     parts = [name.split("-") for name in distinct]
     head = 0
     while all(len(p) > head + 1 and p[head] == parts[0][head] for p in parts):

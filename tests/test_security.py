@@ -210,6 +210,8 @@ def test_resolvers_that_read_the_environment_are_refused(
         ["cluster.partition='gpu\n'"],
         ["target=eks", "target.torchrun_path=/usr/bin/torch\\run"],
         ["plan", "workload.estimate.kernels_per_second=inf"],
+        ["-m", "capture.delay=range(0)"],  # found by the fuzzer: an empty sweep used to hang
+        ["plan", "-m", "capture.delay=range(0)"],
     ],
 )
 def test_input_mistakes_exit_2_not_3(tmp_path: Path, run_cli: Run, args: list[str]) -> None:

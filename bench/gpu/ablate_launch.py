@@ -13,7 +13,10 @@ overhead is given both against the median of all unprofiled runs and as the medi
 per-round ratios. The first round's report of each configuration is then exported to check
 that the window stayed exact (steps 30..34, the same kernel count as "current").
 
-Phases (PHASES, comma list): matrix, check, ddp, extra (more rounds until the deadline).
+Phases (PHASES, comma list): matrix, check, recheck, ddp, extra (more rounds until the
+deadline). ONLY (comma list) picks configurations and, with ROTATE=0, fixes their order in
+every round (the first ones are the last to be cut by the deadline); RECHECK (comma list,
+default g-node) names the configurations whose window is checked again in every later round.
 DEADLINE_S bounds the whole run; results are rewritten after every run, so a run cut short
 still brings back what it measured.
 """
@@ -46,6 +49,7 @@ ROUND_OFFSET = int(os.environ.get("ROUND_OFFSET", "0"))
 START = time.monotonic()
 DEADLINE = float(os.environ.get("DEADLINE_S", "560"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROTATE = os.environ.get("ROTATE", "1") != "0"
 RESULT = OUT / "ablation-launch.json"
 
 
@@ -389,8 +393,8 @@ def query(db: Path, sql: str) -> list[tuple[object, ...]]:
             return [("error", str(error))]
 
 
-def check(key: str) -> dict[str, object]:
-    report = ROOT / f"rep-{key}-{ROUND_OFFSET}.nsys-rep"
+def check(key: str, round_: int = ROUND_OFFSET) -> dict[str, object]:
+    report = ROOT / f"rep-{key}-{round_}.nsys-rep"
     if not report.exists():
         return {"report": False}
     db = export(report)
@@ -406,6 +410,30 @@ def check(key: str) -> dict[str, object]:
         "kernels": query(db, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0],
         "runtime_calls": query(db, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0],
     }
+    # Kernels per step: by the launching API call's correlation id (the call inside the step's
+    # NVTX range) and by GPU time (each step ends with a synchronize inside its range).
+    steps_sql = (
+        "SELECT COALESCE(e.text, s.value) AS name, e.start, e.end FROM NVTX_EVENTS e "
+        "LEFT JOIN StringIds s ON e.textId = s.id WHERE COALESCE(e.text, s.value) LIKE 'step %'"
+    )
+    by_call = query(
+        db,
+        f"SELECT st.name, COUNT(k.correlationId) FROM ({steps_sql}) st "
+        "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.start >= st.start AND r.start < st.end "
+        "JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId "
+        "GROUP BY st.name",
+    )
+    by_time = query(
+        db,
+        f"SELECT st.name, COUNT(*) FROM ({steps_sql}) st JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
+        "ON k.start >= st.start AND k.end <= st.end GROUP BY st.name",
+    )
+    for name, rows in (("kernels_per_step_by_call", by_call), ("kernels_per_step_by_time", by_time)):
+        found[name] = (
+            {str(r[0]).split()[1]: r[1] for r in rows}
+            if rows and rows[0][0] != "error"
+            else rows
+        )
     tables = [t[0] for t in query(db, "SELECT name FROM sqlite_master WHERE type='table'")]
     for table in tables:
         if "GRAPH" in str(table).upper():
@@ -420,6 +448,18 @@ def judge_checks(checks: dict[str, dict[str, object]]) -> None:
         want = list(range(FIRST, LAST + 1))
         if key == "never":
             found["exact"] = found.get("report") is False or found.get("kernels") in (0, None)
+            continue
+        if key == "g-node":
+            # Node granularity records the graph's kernels: the steps, and the same kernel
+            # count in each of them (a step cut at either end would hold fewer).
+            per_step = found.get("kernels_per_step_by_time")
+            found["exact"] = (
+                found.get("steps") == want
+                and isinstance(per_step, dict)
+                and sorted(map(int, per_step)) == want
+                and len(set(per_step.values())) == 1
+                and found.get("kernels") == sum(per_step.values())
+            )
             continue
         if key.startswith("g-"):
             # Graph granularity records whole graphs, not kernels: compare the steps only.
@@ -542,10 +582,26 @@ def check_all(matrix: list[Config]) -> None:
         save()
 
 
+def recheck(rounds: range) -> None:
+    """The window of RECHECK's configurations in every round after the first."""
+    keys = [k for k in os.environ.get("RECHECK", "g-node").split(",") if k]
+    found: dict[str, dict[str, object]] = results.setdefault("rechecks", {})  # type: ignore[assignment]
+    for round_ in rounds:
+        for key in keys:
+            if left() < 30 or round_ == ROUND_OFFSET:
+                continue
+            check_ = check(key, round_)
+            judge_checks({key: check_})
+            found[f"{key}/{round_}"] = check_
+            log("recheck", key, round_, check_)
+            save()
+
+
 def main() -> int:
     phases = os.environ.get("PHASES", "matrix,check,ddp,extra").split(",")
-    only = os.environ.get("ONLY", "")
-    matrix = [c for c in MATRIX if not only or c.key in only.split(",")]
+    only = [k for k in os.environ.get("ONLY", "").split(",") if k]
+    by_key = {c.key: c for c in MATRIX}
+    matrix = [by_key[k] for k in only] if only else MATRIX
     results["current_flags"] = CURRENT
     results["nsys"] = nsys("--version").stdout.strip()
     results["host"] = socket.gethostname()
@@ -559,7 +615,8 @@ def main() -> int:
     # by the deadline still has every configuration once and its window check.
     rounds = range(ROUND_OFFSET, ROUND_OFFSET + ROUNDS) if "matrix" in phases else range(0)
     for round_ in rounds:
-        for cfg in matrix[round_ % len(matrix) :] + matrix[: round_ % len(matrix)]:
+        shift = round_ % len(matrix) if ROTATE else 0
+        for cfg in matrix[shift:] + matrix[:shift]:
             if left() < 25:
                 break
             results["runs"].append(run(cfg, round_))  # type: ignore[union-attr]
@@ -567,6 +624,8 @@ def main() -> int:
         if round_ == ROUND_OFFSET and "check" in phases:
             check_all(matrix)
     round_ = ROUND_OFFSET + len(rounds)
+    if "recheck" in phases:
+        recheck(rounds)
     if "ddp" in phases:
         ddp(int(os.environ.get("DDP_ROUNDS", "3")))
     if "extra" in phases:
@@ -581,6 +640,7 @@ def main() -> int:
     print(json.dumps(results["summary"], indent=1))
     print(json.dumps(results["ddp_summary"], indent=1))
     print(json.dumps(results["checks"], indent=1))
+    print(json.dumps(results.get("rechecks", {}), indent=1))
     return 0
 
 

@@ -16,12 +16,14 @@ compile() { nsysgen "${cluster[@]}" "$@" "output_dir=$out/generated" >/dev/null;
 
 # Issue 6: the step window on a real loop, and the cost of profiling. One task on one GPU: a
 # second task of the same job would share the GPU and slow every step.
+# gpu_train.py has two loops (the CUDA-graph warm-up in capture() and the step loop): name it.
+loop_line=$(grep -n 'for step in range(args.steps)' tests/workloads/gpu_train.py | cut -d: -f1)
 for shape in compute launch; do
   args="workload.python.args=[\"--shape=$shape\",\"--steps=80\",\"--timing-out=$gpu_root/timing-$shape-\${job.name}.json\"]"
   common=("${python[@]}" "workload.python.script=$gpu_root/work/tests/workloads/gpu_train.py" "$args")
   compile "${common[@]}" cluster.gpus_per_node=1 capture=steps capture.first_step=40 \
     capture.last_step=44 capture.ranks=[0] workload.python.source=tests/workloads/gpu_train.py \
-    "job.name=steps-$shape"
+    "workload.python.loop_line=$loop_line" "job.name=steps-$shape"
   compile "${common[@]}" cluster.gpus_per_node=1 capture=window capture.delay=0 \
     capture.duration=0 capture.ranks=[0] "job.name=whole-$shape"
 done
