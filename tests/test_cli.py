@@ -25,6 +25,7 @@ def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
     )
 
 
+@pytest.mark.slow
 def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path) -> None:
     result = run_nsysgen_process(cwd=tmp_path)
     assert result.code == 0, result.err

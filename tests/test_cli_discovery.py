@@ -199,6 +199,7 @@ def test_plan_takes_sweeps_one_row_per_point(run_cli: Run) -> None:
     assert [row.split()[0] for row in rows[1:]] == ["delay-30", "delay-120"]
 
 
+@pytest.mark.slow
 def test_check_works_from_any_directory(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "my" / "cluster").mkdir(parents=True)

@@ -109,6 +109,7 @@ def test_every_helm_values_file_passes_its_chart_schema(eks_matrix: Path) -> Non
             assert "--kill=none" in args
 
 
+@pytest.mark.slow
 def test_validators_catch_the_guides_manifest() -> None:
     """The guide's FSDP manifest: a GPU resource with no value, bash -c, etcd rendezvous."""
     guide: dict[str, Any] = {

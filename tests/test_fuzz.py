@@ -326,6 +326,7 @@ def test_output_dir_that_cannot_exist_exits_2(scratch: Path) -> None:
     assert outcome.bad is None and outcome.code == 2, outcome
 
 
+@pytest.mark.slow
 def test_plan_json_into_a_closed_pipe_is_not_a_bug(tmp_path: Path) -> None:
     """`nsysgen plan --json ... | head -1`: the reader goes away; that is not exit 3."""
     nsysgen = Path(sys.executable).parent / "nsysgen"

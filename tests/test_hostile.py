@@ -969,6 +969,7 @@ def test_matrix_covers_every_kind_of_field() -> None:
     assert len(MATRIX) >= 1000
 
 
+@pytest.mark.slow
 def test_standins_record_each_argument_whole(harness: Harness) -> None:
     """The harness itself: an argument with spaces, quotes, newline and glob is one record word,
     and a baseline compile runs every script to exit 0 twice with identical records."""

@@ -109,6 +109,7 @@ def fake_nsys(folder: Path, log: Path) -> Path:
     return tool
 
 
+@pytest.mark.slow
 def test_exports_are_cached_and_a_changed_report_is_exported_again(
     tmp_path: Path, run_cli: RunCli
 ) -> None:

@@ -241,6 +241,7 @@ def test_sbatch_directive_values_cannot_end_their_line(tmp_path: Path, run_cli: 
     assert result.code == 2 and "text without double quotes or backslashes" in result.err
 
 
+@pytest.mark.slow
 def test_plan_into_a_closed_pipe_is_not_a_bug(tmp_path: Path) -> None:
     command = f"{sys.executable} -m nsysgen plan --json cluster.nodes=1000 | head -c 1"
     proc = subprocess.run(
@@ -253,6 +254,7 @@ def test_plan_into_a_closed_pipe_is_not_a_bug(tmp_path: Path) -> None:
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_job_sbatch_survives_a_100000_node_allocation(tmp_path: Path, run_cli: Run) -> None:
     """Under `set -euo pipefail`, a pipe whose reader stops early kills the writer with SIGPIPE
     and fails the job; the head node of a 100,000-node list must not do that."""

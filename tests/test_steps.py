@@ -127,6 +127,7 @@ def two_rank_job(folder: Path, late_rank: int, late_steps: set[int], late_ms: in
         ({1, 2, 3, 4, 5}, [{"rank": 1, "steps": [1, 2, 3, 4, 5], "kind": "slow rank"}]),
     ],
 )
+@pytest.mark.slow
 def test_stragglers_from_nccl_kernel_durations(
     tmp_path: Path, run_cli: RunCli, late_steps: set[int], expected: list[dict[str, object]]
 ) -> None:
@@ -149,6 +150,7 @@ def test_stragglers_from_nccl_kernel_durations(
     assert len(rows) == 12 and rows[0]["source"] == "gpu"
 
 
+@pytest.mark.slow
 def test_cpu_only_reports_use_the_collective_ranges(tmp_path: Path, run_cli: RunCli) -> None:
     # No kernels: the step is the CPU range; the rank with the shorter "barrier" range arrived
     # last (rank 0 sleeps 30 ms before the barrier on step 3).
@@ -173,6 +175,7 @@ def test_cpu_only_reports_use_the_collective_ranges(tmp_path: Path, run_cli: Run
     assert (step3["source"], step3["exposed_comm_ms"], step3["idle_ms"]) == ("cpu", 31.0, None)
 
 
+@pytest.mark.slow
 def test_baseline_gate(tmp_path: Path, run_cli: RunCli) -> None:
     two_rank_job(tmp_path / "old", late_rank=1, late_steps=set(), late_ms=0)
     two_rank_job(tmp_path / "new", late_rank=1, late_steps={1, 2, 3, 4, 5}, late_ms=9)
@@ -229,6 +232,7 @@ def device_summary(tmp_path: Path, run_cli: RunCli, job: str) -> dict[str, Any]:
     return summary
 
 
+@pytest.mark.slow
 def test_device_runs_name_the_injected_stragglers(tmp_path: Path, run_cli: RunCli) -> None:
     assert device_summary(tmp_path, run_cli, "clean")["stragglers"] == []
     slow = device_summary(tmp_path, run_cli, "slow")["stragglers"]
@@ -247,6 +251,7 @@ def test_device_runs_name_the_injected_stragglers(tmp_path: Path, run_cli: RunCl
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("job", ["clean", "slow", "hiccup"])
 def test_device_figures_agree_with_nsys_stats(tmp_path: Path, run_cli: RunCli, job: str) -> None:
     summary = device_summary(tmp_path, run_cli, job)

@@ -428,11 +428,12 @@ def check(key: str, round_: int = ROUND_OFFSET) -> dict[str, object]:
         f"SELECT st.name, COUNT(*) FROM ({steps_sql}) st JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
         "ON k.start >= st.start AND k.end <= st.end GROUP BY st.name",
     )
-    for name, rows in (("kernels_per_step_by_call", by_call), ("kernels_per_step_by_time", by_time)):
+    for name, rows in (
+        ("kernels_per_step_by_call", by_call),
+        ("kernels_per_step_by_time", by_time),
+    ):
         found[name] = (
-            {str(r[0]).split()[1]: r[1] for r in rows}
-            if rows and rows[0][0] != "error"
-            else rows
+            {str(r[0]).split()[1]: r[1] for r in rows} if rows and rows[0][0] != "error" else rows
         )
     tables = [t[0] for t in query(db, "SELECT name FROM sqlite_master WHERE type='table'")]
     for table in tables:
@@ -597,11 +598,26 @@ def recheck(rounds: range) -> None:
             save()
 
 
-def main() -> int:
-    phases = os.environ.get("PHASES", "matrix,check,ddp,extra").split(",")
+def selected() -> list[Config]:
+    """ONLY's configurations in ONLY's order, else the whole matrix."""
     only = [k for k in os.environ.get("ONLY", "").split(",") if k]
     by_key = {c.key: c for c in MATRIX}
-    matrix = [by_key[k] for k in only] if only else MATRIX
+    return [by_key[k] for k in only] if only else MATRIX
+
+
+def run_round(matrix: list[Config], round_: int) -> None:
+    """Every configuration once, rotated by the round unless ROTATE=0."""
+    shift = round_ % len(matrix) if ROTATE else 0
+    for cfg in matrix[shift:] + matrix[:shift]:
+        if left() < 25:
+            break
+        results["runs"].append(run(cfg, round_))  # type: ignore[union-attr]
+        save()
+
+
+def main() -> int:
+    phases = os.environ.get("PHASES", "matrix,check,ddp,extra").split(",")
+    matrix = selected()
     results["current_flags"] = CURRENT
     results["nsys"] = nsys("--version").stdout.strip()
     results["host"] = socket.gethostname()
@@ -615,12 +631,7 @@ def main() -> int:
     # by the deadline still has every configuration once and its window check.
     rounds = range(ROUND_OFFSET, ROUND_OFFSET + ROUNDS) if "matrix" in phases else range(0)
     for round_ in rounds:
-        shift = round_ % len(matrix) if ROTATE else 0
-        for cfg in matrix[shift:] + matrix[:shift]:
-            if left() < 25:
-                break
-            results["runs"].append(run(cfg, round_))  # type: ignore[union-attr]
-            save()
+        run_round(matrix, round_)
         if round_ == ROUND_OFFSET and "check" in phases:
             check_all(matrix)
     round_ = ROUND_OFFSET + len(rounds)
