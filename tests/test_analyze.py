@@ -159,6 +159,7 @@ def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> N
     assert [run.folder for run in recipe_runs(config)] == expected
 
 
+@pytest.mark.slow
 def test_sizes_from_nccls_own_payload_match_every_call(tmp_path: Path, run_cli: RunCli) -> None:
     """The same program, exported with --include-blobs true: NCCL's NVTX payload gives every
     call its size, warm-ups included (no enclosing NVTX range needed, as with nccl-tests)."""
@@ -268,6 +269,7 @@ def test_missing_reports_and_log_are_exit_2(tmp_path: Path, run_cli: RunCli) -> 
     assert result.code == 2 and result.err.startswith(f"error: {other}: not a report")
 
 
+@pytest.mark.slow
 def test_report_and_its_export_are_read_once_without_nsys(
     tmp_path: Path,
     run_cli: RunCli,
@@ -288,6 +290,7 @@ def test_report_and_its_export_are_read_once_without_nsys(
         assert len(list(csv.DictReader(handle))) == CALLS_IN_GPU_REPORT
 
 
+@pytest.mark.slow
 def test_an_existing_export_is_preferred_to_running_nsys(
     tmp_path: Path, run_cli: RunCli, no_plots: None
 ) -> None:
@@ -300,6 +303,7 @@ def test_an_existing_export_is_preferred_to_running_nsys(
     assert len(call_rows(report.parent)) == CALLS_IN_GPU_REPORT
 
 
+@pytest.mark.slow
 def test_an_export_older_than_its_report_is_redone_or_read_with_a_warning(
     tmp_path: Path,
     run_cli: RunCli,

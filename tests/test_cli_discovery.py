@@ -55,6 +55,7 @@ def test_check_refuses_options_it_does_not_take(run_cli: Run) -> None:
     assert result.err.startswith("error: check does not take -m\nusage: nsysgen check")
 
 
+@pytest.mark.slow
 def test_show_prints_the_composed_config_that_round_trips(run_cli: Run) -> None:
     result = run_cli("show", "capture=steps", "workload=fsdp")
     assert result.code == 0
@@ -169,6 +170,7 @@ def test_one_value_changes_only_the_files_that_carry_it(tmp_path: Path, run_cli:
     ]
 
 
+@pytest.mark.slow
 def test_group_sweeps_name_each_point_from_its_own_config(tmp_path: Path, run_cli: Run) -> None:
     result = run_cli("-m", "cluster=p4de,p5", "capture.delay=120,30", f"output_dir={tmp_path}")
     assert result.code == 0, result

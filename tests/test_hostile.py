@@ -928,6 +928,7 @@ def _check(harness: Harness, case: tuple[Field, Hostile, str]) -> None:
 FAST_CASES = [c for c in MATRIX if (c[0].dotted, c[1].label) in FAST and c[2] == "config-dir"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", FAST_CASES, ids=[_ids(c) for c in FAST_CASES])
 def test_hostile_value_is_refused_or_inert(
     harness: Harness, case: tuple[Field, Hostile, str]

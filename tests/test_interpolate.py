@@ -18,6 +18,7 @@ def omegaconf_resolve(data: dict[str, Any]) -> dict[str, Any]:
     return {str(key): value for key, value in resolved.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("experiment", [None, *EXPERIMENTS])
 def test_packaged_experiments_resolve_as_omegaconf_does(experiment: str | None) -> None:
     overrides = [] if experiment is None else [f"experiment={experiment}"]

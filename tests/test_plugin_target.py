@@ -136,6 +136,7 @@ def test_a_target_registered_outside_nsysgen_compiles_plans_and_checks(
     assert run_cli("check", f"output_dir={out}").code == 0
 
 
+@pytest.mark.slow
 def test_its_schema_checks_and_lints_are_the_targets_own(
     k8s_job: Path, tmp_path: Path, run_cli: RunCli
 ) -> None:

@@ -19,6 +19,7 @@ def points(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -126,6 +127,7 @@ def test_paired_sweep_with_missing_value_is_an_input_error(run_cli: RunCli) -> N
     )
 
 
+@pytest.mark.slow
 def test_rerun_with_fewer_points_removes_stale_points_and_check_follows(
     tmp_path: Path,
     run_cli: RunCli,

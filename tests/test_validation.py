@@ -220,6 +220,7 @@ def test_every_schema_is_valid_2020_12() -> None:
         Draft202012Validator.check_schema(json.loads(path.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", ["cluster", "workload", "capture", "target", "nsight"])
 def test_every_packaged_option_composes_and_validates(
     group: str, run_cli: RunCli, tmp_path: Path
