@@ -10,7 +10,6 @@ Hydra: composition, and the split of a sweep's overrides into points (`Composer.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from nsysgen.errors import ComposeError, InvalidConfig
 from nsysgen.hygiene import control_character, resolver_issues
-from nsysgen.interpolate import Unsupported, resolve
+from nsysgen.interpolate import REFERENCE, Unsupported, resolve
 from nsysgen.keys import suggest
 from nsysgen.resources import CONF_DIR
 
@@ -245,13 +244,10 @@ def references(node: Any, path: str = "") -> dict[str, tuple[str, ...]]:
         for key, value in node.items():
             found.update(references(value, f"{path}.{key}" if path else str(key)))
     elif isinstance(node, str) and "${" in node:
-        keys = tuple(dict.fromkeys(_REFERENCE.findall(node)))
+        keys = tuple(dict.fromkeys(REFERENCE.findall(node)))
         if keys:
             found[path] = keys
     return found
-
-
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.-]*)\}")
 
 
 def _assign_and_resolve(

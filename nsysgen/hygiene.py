@@ -36,16 +36,16 @@ def describe(char: str) -> str:
     return f"U+{ord(char):04X} {name.lower()}"
 
 
-def _walk(node: Any, path: str) -> Iterator[tuple[str, Any, bool]]:
+def walk(node: Any, path: str = "") -> Iterator[tuple[str, Any, bool]]:
     """(path, value, is_key) for every leaf and every mapping key under `node`."""
     if isinstance(node, dict):
         for key, value in node.items():
             child = f"{path}.{key}" if path else str(key)
             yield child, key, True
-            yield from _walk(value, child)
+            yield from walk(value, child)
     elif isinstance(node, (list, tuple)):
         for index, value in enumerate(node):
-            yield from _walk(value, f"{path}[{index}]")
+            yield from walk(value, f"{path}[{index}]")
     else:
         yield path, node, False
 
@@ -59,7 +59,7 @@ def control_character(text: str) -> str | None:
 def value_issues(data: dict[str, Any]) -> list[Issue]:
     """Every control character, non-finite number or out-of-range integer in `data`."""
     issues = []
-    for path, value, is_key in _walk(data, ""):
+    for path, value, is_key in walk(data, ""):
         where = "key" if is_key else "value"
         if isinstance(value, str):
             found = control_character(value)
@@ -83,7 +83,7 @@ def value_issues(data: dict[str, Any]) -> list[Issue]:
 def resolver_issues(data: Any, path: str = "") -> list[Issue]:
     """Every string in `data` (an unresolved config) that calls a resolver."""
     issues = []
-    for where, value, _ in _walk(data, path):
+    for where, value, _ in walk(data, path):
         if isinstance(value, str):
             match = _RESOLVER.search(value)
             if match:

@@ -13,7 +13,8 @@ import re
 from typing import Any
 
 _WHOLE = re.compile(r"^\$\{([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\}$")
-_EMBEDDED = re.compile(r"\$\{([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\}")
+# A `${a.b}` node reference (the dotted key is group 1); compose.py reads references with it too.
+REFERENCE = re.compile(r"\$\{([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\}")
 
 
 class Unsupported(Exception):
@@ -40,7 +41,7 @@ def _resolve_value(root: dict[str, Any], value: Any, depth: int) -> Any:
         if isinstance(target, (dict, list)):
             raise Unsupported(value)
         return _resolve_value(root, target, depth + 1)
-    if "\\" in value or value.count("${") != len(_EMBEDDED.findall(value)):
+    if "\\" in value or value.count("${") != len(REFERENCE.findall(value)):
         raise Unsupported(value)
 
     def replace(match: re.Match[str]) -> str:
@@ -53,7 +54,7 @@ def _resolve_value(root: dict[str, Any], value: Any, depth: int) -> Any:
             return "True" if resolved else "False"
         return str(resolved)
 
-    return _EMBEDDED.sub(replace, value)
+    return REFERENCE.sub(replace, value)
 
 
 def resolve(data: dict[str, Any]) -> dict[str, Any]:

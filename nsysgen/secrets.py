@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from nsysgen.hygiene import walk
+
 # Variable names that hold credentials (AWS_SAK: some teams' short name for the secret key).
 _SECRET_NAME = re.compile(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL"
@@ -73,21 +75,12 @@ def shape(text: str) -> str | None:
     return "a random key or token" if _looks_random(text) else None
 
 
-def _leaves(node: Any, path: str) -> Iterator[tuple[str, str, str]]:
-    """(path, key it is stored under, text) for every string leaf."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _leaves(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(node, (list, tuple)):
-        for index, value in enumerate(node):
-            yield from _leaves(value, f"{path}[{index}]")
-    elif isinstance(node, str):
-        yield path, path.rsplit(".", 1)[-1], node
-
-
 def find_secrets(values: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(config path, message) for every value that looks like a secret."""
-    for path, key, text in _leaves(values, ""):
+    for path, text, is_key in walk(values):
+        if is_key or not isinstance(text, str):
+            continue
+        key = path.rsplit(".", 1)[-1]
         if path.startswith("target.secret_env."):
             continue  # names of Kubernetes Secrets: the right way to pass one
         found = shape(text)
