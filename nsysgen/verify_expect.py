@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from dataclasses import asdict
 from typing import Any
 
 from nsysgen.model import Config
@@ -20,12 +21,11 @@ from nsysgen.render import ArtifactSpec
 from nsysgen.resources import PACKAGE_DIR
 from nsysgen.targets import TARGETS
 from nsysgen.verify_core import EXPECT_FILE, EXPECT_FORMAT
+from nsysgen.workloads import workload_kind
 
 VERIFY_SCRIPT = "nsysgen-verify.py"
 # Window captures: how far the recorded length may differ from capture.duration (at least).
 WINDOW_TOLERANCE_S = 2.0
-# The step helper and the training-loop patch name every step's NVTX range "step N".
-STEP_REGEX = r"step (\d+)"
 _TOKEN = re.compile(r"<([A-Za-z0-9_]+)>")
 _NSYS_PLACEHOLDER = re.compile(r"%q\{([^}]*)\}|%[hpn%]|%\{[^}]*\}|\{[A-Z_]+\}")
 _ANY = r"[^/]*?"
@@ -126,13 +126,17 @@ def expectations(config: Config, plan: ProfilePlan | None = None) -> dict[str, A
             "first_step": capture.first_step,
             "last_step": capture.last_step,
             "nvtx_range": capture.nvtx_range,
-            # NeMo records its own steps (no per-step NVTX ranges of nsysgen's helper).
-            "step_regex": None if config.workload.kind == "nemo" else STEP_REGEX,
+            "steps": _step_ranges(config),
         },
         "trace": list(capture.trace),
         "collectors": {"gpu_metrics": capture.gpu_metrics, "efa_metrics": capture.efa_metrics},
         "tolerance_s": WINDOW_TOLERANCE_S,
     }
+
+
+def _step_ranges(config: Config) -> dict[str, Any] | None:
+    ranges = workload_kind(config).step_ranges
+    return None if ranges is None else asdict(ranges)
 
 
 def verify_files(config: Config) -> list[ArtifactSpec]:

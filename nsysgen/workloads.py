@@ -222,11 +222,42 @@ def _python(config: Config, shell: LaunchShell) -> Program:
 
 
 @dataclass(frozen=True)
+class StepRanges:
+    """How a report shows which training steps a step window holds (what verify checks)."""
+
+    regex: str  # the NVTX range name of one step
+    numbered: bool  # group 1 of regex is the step's number; else one range per step, unnumbered
+    unopened: str  # the likely cause when the window never opened, other than a short job
+    unmarked: str | None = None  # why a report may hold no such range though the window opened
+
+
+# nsysgen's step helper and training-loop patch name each step's NVTX range "step N".
+HELPER_STEPS = StepRanges(
+    regex=r"step (\d+)",
+    numbered=True,
+    unopened="the step helper is not in the training loop, or NSYSGEN_PROFILE_* are not exported",
+)
+# NeMo opens and closes the window itself (model.nsys_profile). Its steps have no NVTX range of
+# their own; with gen_shape=true it turns on torch's emit_nvtx, and then every optimizer step is
+# a range "Optimizer.step#<optimizer>.step, op_id = N" (seen with nsys 2025.3.1, torch 2.11).
+NEMO_STEPS = StepRanges(
+    regex=r"Optimizer\.step#[^,]*(?:, .*)?",
+    numbered=False,
+    unopened="NeMo did not get its model.nsys_profile overrides (nemo-overrides.txt)",
+    unmarked=(
+        "NeMo marks its steps only with model.nsys_profile.gen_shape=true (torch emit_nvtx): "
+        "the window opened, which steps it holds is not checked"
+    ),
+)
+
+
+@dataclass(frozen=True)
 class WorkloadKind:
     settings: Callable[[Block], WorkloadSettings]  # types the workload.<kind> block
     program: Callable[[Config, LaunchShell], Program]
     files: Callable[[Config], tuple[str, ...]]  # the Program's files, without building it
     step_capture: bool  # its steps call cudaProfilerStart/Stop (capture=steps)
+    step_ranges: StepRanges | None  # how its reports show the steps (None: no step capture)
     uses_nccl: bool  # its ranks talk through NCCL (the python kind may or may not)
     launches: tuple[Launch, ...]  # the launch shapes it supports
 
@@ -256,6 +287,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         program=_nccl,
         files=_no_files,
         step_capture=False,
+        step_ranges=None,
         uses_nccl=True,
         launches=_EVERY_LAUNCH,
     ),
@@ -264,6 +296,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         program=_nemo,
         files=_nemo_files,
         step_capture=True,
+        step_ranges=NEMO_STEPS,
         uses_nccl=True,
         launches=_EVERY_LAUNCH,
     ),
@@ -272,6 +305,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         program=_fsdp,
         files=_step_files,
         step_capture=True,
+        step_ranges=HELPER_STEPS,
         uses_nccl=True,
         launches=("per_node",),  # one torchrun per node (the schema says so too)
     ),
@@ -280,6 +314,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         program=_python,
         files=_step_files,
         step_capture=True,
+        step_ranges=HELPER_STEPS,
         uses_nccl=False,
         launches=_EVERY_LAUNCH,
     ),

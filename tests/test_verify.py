@@ -15,7 +15,7 @@ from nsysgen.lints import Finding, run_lints
 from nsysgen.plan import build_plan
 from nsysgen.targets import TARGETS
 from nsysgen.teardown import sbatch_options, write_seconds
-from nsysgen.verify_core import Contents, check_contents, main
+from nsysgen.verify_core import Contents, check_contents, main, read_contents
 from nsysgen.verify_expect import expectations, generic_regex
 from tests.conftest import EXPERIMENTS
 
@@ -129,3 +129,79 @@ def test_lint_no_room_to_write_the_report() -> None:
         for f in run_lints(cfg, build_plan(cfg, TARGETS[cfg.target.name]), TARGETS[cfg.target.name])
         if f.lint == "NSG013"
     ]
+
+
+GPU_DATA = Path(__file__).parent / "data" / "gpu"
+
+
+def test_efa_rows_of_a_real_report() -> None:
+    """Exports of nsys 2025.3.1 runs with --enable efa_metrics on the GPU machine, its sysfs root
+    pointed at a fake EFA tree (bench/gpu/efa_probe.sh): with two device ports, and with a tree
+    nic_sampler refused (no ports/1/state file), trimmed to the tables verify reads."""
+    sampled = read_contents(GPU_DATA / "efa-metrics-2025.3.1.sqlite")
+    assert (sampled.efa_devices, sampled.efa_samples, sampled.plugin_failures) == (2, 150, [])
+    failed = read_contents(GPU_DATA / "efa-plugin-failed-2025.3.1.sqlite")
+    assert (failed.efa_samples, failed.plugin_failures) == (0, ["Plugin exited with code 1."])
+    expect = expectations(
+        config("cluster=p5", "nsight=2025.3.1", "capture=nvtx", "capture.efa_metrics=true")
+    )
+    sampled.kernels = failed.kernels = 1
+    sampled.ranges = failed.ranges = ["profile"]  # capture.nvtx_range
+    assert check_contents(expect, sampled, True).notes == [
+        "EFA metrics: 150 samples of 2 device ports"
+    ]
+    found = check_contents(expect, failed, True)
+    assert found.problems == ["no EFA metrics although this report should hold them"]
+    assert found.causes[0].startswith("nsys says: Plugin exited with code 1. the efa_metrics")
+    assert check_contents(expect, failed, False).status == "ok"
+    assert check_contents(expect, sampled, False).problems == [
+        "EFA metrics in a report that should not collect them"
+    ]
+
+
+def test_nemo_steps_are_its_optimizer_steps() -> None:
+    """A real 2025.3.1 export: a torch loop that opens the window at step 3 and closes it after
+    step 5 as NeMo's nsys_profile does, with emit_nvtx on (NeMo's gen_shape=true)."""
+    contents = read_contents(GPU_DATA / "emit-nvtx-optimizer-2025.3.1.sqlite")
+    nemo = ("cluster=local", "workload=nemo", "capture=steps", "capture.first_step=3")
+    assert check_contents(expectations(config(*nemo, "capture.last_step=5")), contents, False)
+    found = check_contents(expectations(config(*nemo, "capture.last_step=6")), contents, False)
+    assert found.problems == ["holds 3 steps, asked 4 (steps 3..6)"]
+    assert found.causes == ["the job ended (or was stopped) before step 6"]
+    unmarked = Contents(["ncclAllReduce"], contents.kernels, 0, 0, 1.0)  # NCCL's own NVTX
+    found = check_contents(expectations(config(*nemo, "capture.last_step=5")), unmarked, False)
+    assert found.status == "ok"
+    assert found.notes[0].startswith("NeMo marks its steps only with model.nsys_profile.gen_shape")
+    never = check_contents(
+        expectations(config(*nemo, "capture.last_step=5")), Contents([], 0, 0, 0, None), False
+    )
+    assert "no step ranges: asked steps 3..5" in never.problems
+    assert "NeMo did not get its model.nsys_profile overrides" in never.causes[0]
+
+
+def test_presence_only_without_nsys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("NSYS", raising=False)
+    expect = expect_for("cluster.nodes=2", "capture.ranks=one_per_node", "capture=window")
+    expect["nsys"] = "/nonexistent/nsys"
+    (tmp_path / "nsysgen-expect.json").write_text(json.dumps(expect))
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    entries = expect["reports"]
+    assert isinstance(entries, list) and len(entries) == 2
+    names = [str(e["name"]).format(job="41", node=f"n{e['node']}") for e in entries]
+    for name in names:
+        (reports / f"{name}.nsys-rep").write_bytes(b"x")
+    args = [str(tmp_path), "--reports", str(reports), "--job-id", "41"]
+    assert main(args) == 2
+    assert "--presence-only" in capsys.readouterr().err
+    assert main([*args, "--presence-only"]) == 0
+    assert "reports were not read" in capsys.readouterr().out
+    (reports / f"{names[1]}.nsys-rep").write_bytes(b"")
+    assert main([*args, "--presence-only"]) == 1
+    assert "the report is empty (0 bytes)" in capsys.readouterr().out
+    (reports / f"{names[1]}.nsys-rep").unlink()
+    assert main([*args, "--presence-only"]) == 1
+    assert "MISSING" in capsys.readouterr().out

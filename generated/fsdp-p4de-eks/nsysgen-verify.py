@@ -35,7 +35,7 @@ EXIT_OK = 0
 EXIT_INCOMPLETE = 1
 EXIT_BAD_INPUT = 2
 EXPECT_FILE = "nsysgen-expect.json"
-EXPECT_FORMAT = 1
+EXPECT_FORMAT = 2
 # Per-job records in the report folder: job<ID>/nodes (written by job.sbatch) and
 # job<ID>/task<N>/ (nsys's TMPDIR, where a report being written when nsys was killed stays).
 STATE_DIR = ".nsysgen"
@@ -221,6 +221,9 @@ class Contents:
     osrt: int
     gpu_metrics: int
     duration_s: float | None
+    efa_devices: int = 0  # EFA device ports the efa_metrics plugin sampled
+    efa_samples: int = 0
+    plugin_failures: list[str] = field(default_factory=list)
 
 
 def _count(db: sqlite3.Connection, table: str, where: str = "") -> int:
@@ -247,13 +250,56 @@ def read_contents(sqlite_file: Path) -> Contents:
         if _count(db, "ANALYSIS_DETAILS"):
             row = db.execute("SELECT duration FROM ANALYSIS_DETAILS").fetchone()
             duration = None if row is None or row[0] is None else float(row[0]) / _NS
+        devices, samples = _efa_rows(db)
         return Contents(
             ranges=ranges,
             kernels=_count(db, "CUPTI_ACTIVITY_KIND_KERNEL"),
             osrt=_count(db, "OSRT_API"),
             gpu_metrics=_count(db, "GPU_METRICS"),
             duration_s=duration,
+            efa_devices=devices,
+            efa_samples=samples,
+            plugin_failures=_plugin_failures(db),
         )
+
+
+def _efa_rows(db: sqlite3.Connection) -> tuple[int, int]:
+    """(EFA device ports, samples) of the efa_metrics plugin. nsys 2025.3 stores the plugin's
+    samples as generic counter events: one NVTX scope "AWS EFAs/<device>:<port> [<freq>Hz]" per
+    port, and one GENERIC_EVENTS row per sample of a port, whose type's fields are the counters
+    ("rdma_read_bytes per second", ...). Other plugins' samples use the same tables, so samples
+    count only for types with an EFA counter field."""
+    if not _count(db, "NVTX_SCOPES"):
+        return 0, 0
+    devices = db.execute(
+        "SELECT COUNT(*) FROM NVTX_SCOPES WHERE path LIKE 'AWS EFAs/%'"
+    ).fetchone()[0]
+    samples = 0
+    if devices and _count(db, "GENERIC_EVENTS") and _count(db, "GENERIC_EVENT_TYPE_FIELDS"):
+        samples = db.execute(
+            "SELECT COUNT(*) FROM GENERIC_EVENTS WHERE typeId IN (SELECT f.typeId FROM "
+            "GENERIC_EVENT_TYPE_FIELDS f JOIN StringIds s ON s.id = f.fieldNameId WHERE "
+            f"{_EFA_FIELD})"
+        ).fetchone()[0]
+    return int(devices), int(samples)
+
+
+# The EFA counters nic_sampler reports (hw_counters of the efa driver).
+_EFA_FIELD = " OR ".join(
+    f"s.value LIKE '{prefix}%'" for prefix in ("rdma_", "tx_", "rx_", "send_", "recv_")
+)
+
+
+def _plugin_failures(db: sqlite3.Connection) -> list[str]:
+    """nsys's own diagnostics about plugins that failed (e.g. "Plugin exited with code 1." when
+    nic_sampler finds no EFA device under its sysfs root); a stop by signal is the normal end."""
+    if not _count(db, "DIAGNOSTIC_EVENT"):
+        return []
+    rows = db.execute(
+        "SELECT text FROM DIAGNOSTIC_EVENT WHERE text LIKE 'Plugin exited with code %' "
+        "AND text NOT LIKE 'Plugin exited with code 0%' ORDER BY timestamp"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def _steps_text(steps: Sequence[int]) -> str:
@@ -269,9 +315,10 @@ def never_opened(expect: dict[str, Any]) -> str:
     capture = expect["capture"]
     mode = capture["mode"]
     if mode == "steps":
+        steps = capture.get("steps") or {}
+        other = steps.get("unopened", "the program never started the capture")
         return (
-            f"window never reached: the job ended before step {capture['first_step']} (or the "
-            "step helper is not in the training loop / NSYSGEN_PROFILE_* are not exported)"
+            f"window never reached: the job ended before step {capture['first_step']} (or {other})"
         )
     if mode == "nvtx":
         return (
@@ -286,21 +333,33 @@ def never_opened(expect: dict[str, Any]) -> str:
     return "the program ended before nsys recorded anything"
 
 
-def _check_steps(
-    capture: dict[str, Any], expect: dict[str, Any], ranges: list[str], found: Finding
-) -> None:
-    regex = capture["step_regex"]
-    steps = sorted({int(m.group(1)) for name in ranges if (m := re.fullmatch(regex, name))})
+def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> None:
+    capture = expect["capture"]
+    steps = capture["steps"]
     first, last = capture["first_step"], capture["last_step"]
-    if not steps:
+    matches = [m for name in contents.ranges if (m := re.fullmatch(steps["regex"], name))]
+    if not matches:
+        if steps.get("unmarked") and contents.kernels:
+            found.notes.append(steps["unmarked"])
+            return
         found.problems.append(f"no step ranges: asked steps {first}..{last}")
         found.causes.append(never_opened(expect))
-    elif steps != list(range(first, last + 1)):
-        found.problems.append(f"holds steps {_steps_text(steps)}, asked {first}..{last}")
-        if steps[-1] < last:
-            found.causes.append(f"the job ended (or was stopped) before step {last}")
-        else:
-            found.causes.append("the capture did not open and close at the asked steps")
+    elif steps["numbered"]:
+        held = sorted({int(m.group(1)) for m in matches})
+        if held != list(range(first, last + 1)):
+            found.problems.append(f"holds steps {_steps_text(held)}, asked {first}..{last}")
+            found.causes.append(_why_steps_differ(held[-1] < last, last))
+    elif len(matches) != last - first + 1:
+        found.problems.append(
+            f"holds {len(matches)} steps, asked {last - first + 1} (steps {first}..{last})"
+        )
+        found.causes.append(_why_steps_differ(len(matches) < last - first + 1, last))
+
+
+def _why_steps_differ(short: bool, last: int) -> str:
+    if short:
+        return f"the job ended (or was stopped) before step {last}"
+    return "the capture did not open and close at the asked steps"
 
 
 def _check_window(
@@ -323,8 +382,8 @@ def _check_window(
 
 def _check_capture(expect: dict[str, Any], contents: Contents, found: Finding) -> None:
     capture = expect["capture"]
-    if capture["mode"] == "steps" and capture.get("step_regex"):
-        _check_steps(capture, expect, contents.ranges, found)
+    if capture["mode"] == "steps" and capture.get("steps"):
+        _check_steps(expect, contents, found)
     elif capture["mode"] == "nvtx" and capture["nvtx_range"] not in contents.ranges:
         found.problems.append(f"no NVTX range '{capture['nvtx_range']}'")
         found.causes.append(never_opened(expect))
@@ -360,8 +419,27 @@ def _check_collectors(
         if not collectors and contents.gpu_metrics:
             found.problems.append("GPU metrics in a report that should not collect them")
             found.causes.append("a second collector per node: the samples are duplicated")
-    if planned.get("efa_metrics") and collectors:
-        found.notes.append("EFA metrics rows are not checked (no stable table name)")
+    if planned.get("efa_metrics"):
+        _check_efa(collectors, contents, found)
+
+
+def _check_efa(collectors: bool, contents: Contents, found: Finding) -> None:
+    if collectors and contents.efa_samples == 0:
+        found.problems.append("no EFA metrics although this report should hold them")
+        failed = "; ".join(contents.plugin_failures)
+        found.causes.append(
+            (f"nsys says: {failed} " if failed else "")
+            + "the efa_metrics plugin found no EFA device (nic_sampler reads "
+            "/sys/class/infiniband/<device>/ports/<port>/hw_counters: on EKS mount it into the "
+            "container or pass -efa-sysfs), or the plugin is missing from this nsys build"
+        )
+    elif collectors:
+        found.notes.append(
+            f"EFA metrics: {contents.efa_samples} samples of {contents.efa_devices} device ports"
+        )
+    if not collectors and contents.efa_samples:
+        found.problems.append("EFA metrics in a report that should not collect them")
+        found.causes.append("a second collector per node: the samples are duplicated")
 
 
 def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool) -> Finding:
@@ -399,6 +477,7 @@ def verify(
     nsys: str | None = None,
     importer: str | None = None,
     folder: Path | None = None,
+    presence_only: bool = False,
 ) -> Result:
     if not report_dir.is_dir():
         raise BadInput(f"report folder {report_dir} does not exist (pass --reports DIR)")
@@ -409,8 +488,13 @@ def verify(
     if job_id is not None and not job_id.isdigit():
         raise BadInput(f"--job-id {job_id}: not a Slurm job id")
     tools = find_tools(expect, nsys, importer)
-    if tools.nsys is None:
-        raise BadInput("no nsys found to read the reports: pass --nsys or set NSYS")
+    if tools.nsys is None and not presence_only:
+        raise BadInput(
+            "no nsys found to read the reports: pass --nsys or set NSYS (or --presence-only "
+            "to check only that every report is there and not empty)"
+        )
+    if presence_only:
+        notes.append("--presence-only: reports were not read, their contents are not checked")
     wanted = expect["nsys_version"]
     if tools.version and not tools.version.startswith(wanted):
         notes.append(f"reports read with nsys {tools.version}; the setup's is {wanted}")
@@ -420,7 +504,9 @@ def verify(
     findings = []
     for entry in expect["reports"]:
         mine, node_name = _match_entry(entry, files, job_id, nodes.get(entry["node"]))
-        finding = _check_one(expect, entry, mine, report_dir, job_id, node_name, tools)
+        finding = _check_one(
+            expect, entry, mine, report_dir, job_id, node_name, tools, presence_only
+        )
         if finding.status != "ok" and teardown:
             finding.causes.insert(0, teardown)
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
@@ -515,6 +601,7 @@ def _check_one(
     job_id: str | None,
     node_name: str | None,
     tools: Tools,
+    presence_only: bool,
 ) -> Finding:
     node = f"{node_name} ({entry['node']})" if node_name else f"node index {entry['node']}"
     finding = Finding(label=entry["label"], node=node, status="ok")
@@ -540,6 +627,8 @@ def _check_one(
         finding.status = "empty"
         finding.problems.append("the report is empty (0 bytes)")
         finding.causes.append("nsys was killed while writing it")
+        return finding
+    if presence_only:
         return finding
     sqlite_file, why = export_sqlite(tools, report)
     if sqlite_file is None:
@@ -653,6 +742,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
     parser.add_argument("--nsys", help="nsys to read reports with (default: $NSYS, the setup's)")
     parser.add_argument("--importer", help="QdstrmImporter (default: $QDSTRM_IMPORTER, setup's)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--presence-only",
+        action="store_true",
+        help="without nsys: check only that every report is there, named right and not empty",
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:
@@ -661,7 +755,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
     try:
         expect = load_expect(folder / EXPECT_FILE)
         report_dir = args.reports or Path(expect["report_dir"])
-        result = verify(expect, report_dir, args.job_id, args.nsys, args.importer, folder)
+        result = verify(
+            expect,
+            report_dir,
+            args.job_id,
+            args.nsys,
+            args.importer,
+            folder,
+            args.presence_only,
+        )
     except BadInput as error:
         print(f"verify: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
