@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen import plan
 from nsysgen.plan import RecordedTasks
+from nsysgen.targets import slurm
 from tests.conftest import REPO, RunCli
 
 GPU_SQLITE = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"
@@ -37,6 +39,33 @@ def test_lints_hold_at_a_hundred_thousand_nodes(run_cli: RunCli) -> None:
         "plan", *HUGE, "capture.ranks=all", "capture.report_name='r_%q{SLURM_NODEID}'"
     )
     assert "100000 report name(s) are shared" in per_node.out and "(8 tasks)" in per_node.out
+
+
+def test_compile_names_a_few_reports_not_every_one(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compiling 100,000 nodes x 64 GPUs with every rank recorded (6.4 million reports) builds a
+    handful of report names (probes of the name pattern, lints), never one per rank: the files
+    (nsysgen-expect.json included) keep ranges and patterns."""
+    built = Counter[str]()
+    real = plan.expand_name
+
+    def counting(template: str, env: dict[str, str], host: str, pid: str) -> str:
+        built["names"] += 1
+        return real(template, env, host, pid)
+
+    monkeypatch.setattr(slurm, "expand_name", counting)
+    args = [
+        *HUGE,
+        "cluster.gpus_per_node=64",
+        "capture.ranks=all",
+        "lints.max_profiled_ranks=7000000",
+    ]
+    result = run_cli(*args, f"output_dir={tmp_path}")
+    assert result.code == 0, result.out + result.err
+    assert 0 < built["names"] < 100
+    expect = (tmp_path / "nccl-p5-slurm" / "nsysgen-expect.json").read_text()
+    assert len(expect) < 4000
 
 
 def test_expand_a_chosen_rank_range(run_cli: RunCli) -> None:

@@ -3,6 +3,7 @@ the right patterns, and the checks of a report's contents say what is wrong."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from nsysgen.lints import Finding, run_lints
 from nsysgen.plan import build_plan
 from nsysgen.targets import TARGETS
 from nsysgen.teardown import sbatch_options, write_seconds
-from nsysgen.verify_core import Contents, check_contents, main, read_contents
+from nsysgen.verify_core import Contents, check_contents, expected_reports, main, read_contents
 from nsysgen.verify_expect import expectations, generic_regex
 from tests.conftest import EXPERIMENTS
 
@@ -29,8 +30,9 @@ def test_verify_expects_every_report_plan_promises(experiment: str) -> None:
     cfg = config(f"experiment={experiment}")
     plan = build_plan(cfg, TARGETS[cfg.target.name])
     expect = expectations(cfg, plan)
-    assert len(expect["reports"]) == len(plan.recorded) > 0
-    for entry, task in zip(expect["reports"], plan.recorded, strict=True):
+    entries = list(expected_reports(expect))
+    assert len(entries) == len(plan.recorded) > 0
+    for entry, task in zip(entries, plan.recorded, strict=True):
         assert (entry["task"], entry["node"], entry["collectors"]) == (
             task.task,
             task.node,
@@ -46,6 +48,42 @@ def test_verify_expects_every_report_plan_promises(experiment: str) -> None:
         assert re.fullmatch(expect["generic_regex"], filled)
     assert expect["trace"] == list(cfg.capture.trace)
     assert expect["capture"]["mode"] == cfg.capture.mode
+
+
+@pytest.mark.parametrize("ranks", ["all", "one_per_node", "[0,9]"])
+def test_expectations_do_not_grow_with_the_job(ranks: str) -> None:
+    """nsysgen-expect.json keeps a grid as a shape and a name pattern: the same size for 2 and
+    for 100,000 nodes, and expanding it gives the plan's reports, name for name."""
+    sizes = []
+    for nodes in (2, 100_000):
+        cfg = config("cluster=p5", f"cluster.nodes={nodes}", f"capture.ranks={ranks}")
+        plan = build_plan(cfg, TARGETS[cfg.target.name])
+        expect = expectations(cfg, plan)
+        sizes.append(len(json.dumps(expect)))
+        entries = expected_reports(expect)
+        for task in itertools.islice(plan.recorded, 50):
+            entry = next(entries)
+            assert (entry["task"], entry["node"], entry["collectors"]) == (
+                task.task,
+                task.node,
+                task.collectors,
+            )
+            assert re.fullmatch(
+                entry["regex"],
+                Path(task.report).name.replace("<jobid>", "7").replace(f"<host{task.node}>", "h"),
+            )
+    assert sizes[1] - sizes[0] < 10  # the node count's digits
+
+
+def test_a_job_name_that_looks_like_a_coordinate() -> None:
+    """A name pattern built from sentinel numbers must not take a job name's digits for one."""
+    cfg = config("cluster=local", "cluster.nodes=3", "capture.ranks=all", "job.name=r9100000019")
+    plan = build_plan(cfg, TARGETS[cfg.target.name])
+    names = [e["name"] for e in expected_reports(expectations(cfg, plan))]
+    assert [n.format(job="1", node="h") for n in names] == [
+        Path(t.report).name.replace("<jobid>", "1").replace(f"<host{t.node}>", "h")
+        for t in plan.recorded
+    ]
 
 
 def test_generic_pattern_names_the_slurm_variables() -> None:
@@ -189,8 +227,8 @@ def test_presence_only_without_nsys(
     (tmp_path / "nsysgen-expect.json").write_text(json.dumps(expect))
     reports = tmp_path / "reports"
     reports.mkdir()
-    entries = expect["reports"]
-    assert isinstance(entries, list) and len(entries) == 2
+    entries = list(expected_reports(expect))
+    assert len(entries) == 2
     names = [str(e["name"]).format(job="41", node=f"n{e['node']}") for e in entries]
     for name in names:
         (reports / f"{name}.nsys-rep").write_bytes(b"x")

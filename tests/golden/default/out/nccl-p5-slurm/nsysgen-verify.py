@@ -26,7 +26,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,9 @@ EXPECT_FORMAT = 2
 STATE_DIR = ".nsysgen"
 NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
 _NS = 1e9
+# Planned report names hold <token>s for what only the run knows (<jobid>, <host3>, <pid0>).
+TOKEN = re.compile(r"<([A-Za-z0-9_]+)>")
+ANY = r"[^/]*?"
 
 
 class BadInput(Exception):
@@ -97,6 +100,69 @@ def load_expect(path: Path) -> dict[str, Any]:
     return data
 
 
+def expand_parts(parts: Sequence[str | int], coordinates: Sequence[int]) -> str:
+    """A report name from its pattern: literal text, and 0/1/2 for the task, node, local id."""
+    return "".join(part if isinstance(part, str) else str(coordinates[part]) for part in parts)
+
+
+def name_regex(name: str) -> tuple[str, str | None]:
+    """(regex, format string or None) of a planned report name with <token> placeholders."""
+    regex, fmt, pos, node_seen, formattable = [], [], 0, False, True
+    for match in TOKEN.finditer(name):
+        literal = name[pos : match.start()]
+        regex.append(re.escape(literal))
+        fmt.append(literal.replace("{", "{{").replace("}", "}}"))
+        token = match.group(1)
+        if token == "jobid":
+            regex.append("(?P<job>[0-9]+)")
+            fmt.append("{job}")
+        elif token.startswith("host") and token[4:].isdigit():
+            regex.append("(?P=node)" if node_seen else "(?P<node>[^/]+?)")
+            fmt.append("{node}")
+            node_seen = True
+        else:
+            regex.append(ANY)
+            formattable = False
+        pos = match.end()
+    regex.append(re.escape(name[pos:]))
+    fmt.append(name[pos:].replace("{", "{{").replace("}", "}}"))
+    return "".join(regex), ("".join(fmt) if formattable else None)
+
+
+def expected_reports(expect: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every expected report, one at a time: nsysgen-expect.json keeps a grid of ranks (every
+    node of a range times some local ids) as its shape and name pattern, so that its size does
+    not grow with the job; a short list of tasks is kept as it is."""
+    for group in expect["reports"]:
+        unit = group["unit"]
+        if "tasks" in group:
+            for task, node, local, name, collects in group["tasks"]:
+                yield _entry(unit, task, node, local, name, collects)
+            continue
+        per_node, (start, stop) = group["per_node"], group["nodes"]
+        collecting = set(group["collecting_locals"])
+        for node in range(start, stop):
+            for local in group["locals"]:
+                task = node * per_node + local
+                name = expand_parts(group["name"], (task, node, local))
+                yield _entry(unit, task, node, local, name, local in collecting)
+
+
+def _entry(
+    unit: str, task: int, node: int, local: int, name: str, collects: bool
+) -> dict[str, Any]:
+    regex, fmt = name_regex(name)
+    return {
+        "task": task,
+        "node": node,
+        "local": local,
+        "label": f"{unit} {task}",
+        "regex": regex,
+        "name": fmt,
+        "collectors": collects,
+    }
+
+
 def _report_files(report_dir: Path) -> list[Path]:
     files = [p for p in report_dir.iterdir() if p.suffix in (".nsys-rep", ".qdstrm")]
     return sorted(p for p in files if p.is_file())
@@ -107,12 +173,15 @@ def _stem(path: Path) -> str:
 
 
 def _job_ids(expect: dict[str, Any], report_dir: Path, files: list[Path]) -> set[str]:
+    """Job ids in the report names (through nsys's own -o pattern, one match per file), and in
+    the job records job.sbatch leaves under .nsysgen/."""
     ids: set[str] = set()
+    generic = re.compile(expect["generic_regex"]) if expect["generic_regex"] else None
     for path in files:
-        for entry in expect["reports"]:
-            match = re.fullmatch(entry["regex"], _stem(path))
-            if match and match.groupdict().get("job"):
-                ids.add(match.group("job"))
+        match = generic.fullmatch(_stem(path)) if generic else None
+        job = match.groupdict().get("SLURM_JOB_ID") if match else None
+        if job and job.isdigit():
+            ids.add(job)
     state = report_dir / STATE_DIR
     if state.is_dir():
         ids |= {p.name[3:] for p in state.glob("job*") if p.name[3:].isdigit()}
@@ -502,8 +571,13 @@ def verify(
     teardown = _teardown_cause(folder, job_id)
     claimed: set[Path] = set()
     findings = []
-    for entry in expect["reports"]:
-        mine, node_name = _match_entry(entry, files, job_id, nodes.get(entry["node"]))
+    by_stem: dict[str, list[Path]] = {}
+    for path in files:
+        by_stem.setdefault(_stem(path), []).append(path)
+    for entry in expected_reports(expect):
+        mine, node_name = _match_entry(
+            entry, files, by_stem, job_id, nodes.get(entry["node"]), expect["job_in_name"]
+        )
         finding = _check_one(
             expect, entry, mine, report_dir, job_id, node_name, tools, presence_only
         )
@@ -529,14 +603,23 @@ def _blame_missing_tasks(findings: list[Finding]) -> None:
 
 
 def _match_entry(
-    entry: dict[str, Any], files: list[Path], job_id: str | None, node_name: str | None
+    entry: dict[str, Any],
+    files: list[Path],
+    by_stem: dict[str, list[Path]],
+    job_id: str | None,
+    node_name: str | None,
+    job_in_name: bool,
 ) -> tuple[list[Path], str | None]:
     """The files of one expected report, and its node's name: as nsys wrote it into the report's
-    name, else from the job's node record (job.sbatch writes it)."""
-    regex = entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or ""))
-    mine = [p for p in files if re.fullmatch(regex, _stem(p))]
+    name, else from the job's node record (job.sbatch writes it). When every part of the name is
+    known, a lookup; else a match over the folder's files."""
+    fmt = entry["name"]
+    if fmt is not None and (job_id or not job_in_name) and (node_name or "{node}" not in fmt):
+        return by_stem.get(fmt.format(job=job_id, node=node_name), []), node_name
+    regex = re.compile(entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or "")))
+    mine = [p for p in files if regex.fullmatch(_stem(p))]
     for path in mine:
-        match = re.fullmatch(regex, _stem(path))
+        match = regex.fullmatch(_stem(path))
         if match and match.groupdict().get("node"):
             node_name = match.group("node")
     return mine, node_name
