@@ -12,7 +12,7 @@ from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
 from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTask, RecordedTasks, expand_name
+from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
 from nsysgen.recipes import recipe_runs
 from nsysgen.render import ArtifactSpec
 from nsysgen.targets.common import recipes_script, upload_script, workload_files
@@ -645,32 +645,43 @@ def _pod_name(config: Config, node: int) -> str:
     return f"{config.job.name}-{'master' if node == 0 else 'worker'}-{0 if node == 0 else node - 1}"
 
 
-def recorded(config: Config) -> Iterator[RecordedTask]:
-    """One report per recording pod (a pod is a node), named by the injector's placeholders."""
-    template = report_output(config)
-    namespace = eks_settings(config).namespace
+def report_name(config: Config, node: int) -> str:
+    """The report of the pod of `node`, named by the injector's placeholders."""
+    pod = _pod_name(config, node)
+    if injector(config).names_reports:
+        return f"{storage(config)}/<report_uuid>/<tag>_python3_{pod}_<hash>"
+    injector_values = {
+        "{PROCESS_NAME}": "python3",
+        "{NVDT_PROCESS_NAME}": "python3",
+        "%{POD_FULLNAME}": f"{eks_settings(config).namespace}_{pod}",
+        "%{NVDT_POD_FULLNAME}": f"{eks_settings(config).namespace}_{pod}",
+        "%{CONTAINER_NAME}": "pytorch",
+        "%{NVDT_CONTAINER_NAME}": "pytorch",
+        "{TIMESTAMP}": "<ms>",
+        "{UID}": "<uid>",
+    }
+    name = report_output(config)
+    for placeholder, value in injector_values.items():
+        name = name.replace(placeholder, value)
+    return expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
+
+
+def recorded(config: Config) -> RecordedTasks:
+    """One report per recording pod (a pod is a node): every node as a range when all record
+    (names expand on request), else the chosen few as a list."""
     collectors = bool(nsys_cmd.collector_args(config))
-    for node in recording_nodes(config):
-        pod = _pod_name(config, node)
-        if injector(config).names_reports:
-            name = f"{storage(config)}/<report_uuid>/<tag>_python3_{pod}_<hash>"
-            yield RecordedTask(node, node, 0, name, collectors)
-            continue
-        injector_values = {
-            "{PROCESS_NAME}": "python3",
-            "{NVDT_PROCESS_NAME}": "python3",
-            "%{POD_FULLNAME}": f"{namespace}_{pod}",
-            "%{NVDT_POD_FULLNAME}": f"{namespace}_{pod}",
-            "%{CONTAINER_NAME}": "pytorch",
-            "%{NVDT_CONTAINER_NAME}": "pytorch",
-            "{TIMESTAMP}": "<ms>",
-            "{UID}": "<uid>",
-        }
-        name = template
-        for placeholder, value in injector_values.items():
-            name = name.replace(placeholder, value)
-        name = expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
-        yield RecordedTask(node, node, 0, name, collectors)
+
+    def name_of(task: int, node: int, local: int) -> str:
+        return report_name(config, node)
+
+    def collects(task: int, node: int, local: int) -> bool:
+        return collectors
+
+    nodes = recording_nodes(config)
+    if len(nodes) == config.cluster.nodes:
+        return RecordedTasks(1, "node", name_of, collects, 0, len(nodes), locals_=(0,))
+    listed = tuple((node, node, 0) for node in nodes)
+    return RecordedTasks(1, "node", name_of, collects, listed=listed)
 
 
 class Eks:
@@ -692,8 +703,7 @@ class Eks:
         return report_output(config)
 
     def recorded(self, config: Config) -> RecordedTasks:
-        # Pods are few (one per node) and named per pod: listed, not a range.
-        return RecordedTasks.from_tasks(recorded(config), per_node=1)
+        return recorded(config)
 
     def in_container(self, config: Config) -> bool:
         return True  # a pod runs containers
