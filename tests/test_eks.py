@@ -464,6 +464,23 @@ def test_operator_cli_is_found_on_path_or_named(tmp_path: Path) -> None:
     assert f"python3 {named} profiler-start" in calls.read_text().splitlines()
 
 
+def test_no_nsight_analysis_without_documented_fields(tmp_path: Path, run_cli: RunCli) -> None:
+    """NVIDIA documents NsightAnalysis as a service, with no apiVersion or spec fields (README):
+    nothing generates one, and asking for one is an unknown key, not a guessed resource."""
+    base = ["target=eks", "workload=fsdp", IMAGE, "capture.s3_uri=s3://bucket-1/p"]
+    assert run_cli(*base, "target.profile_config=resource", f"output_dir={tmp_path}").code == 0
+    kinds = {
+        str(doc.get("kind"))
+        for path in tmp_path.rglob("*.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict)
+    }
+    assert kinds == {"TrainJob", "NsightOperatorProfileConfig", "None"}  # None: Helm values
+    assert "NsightAnalysis" not in "".join(p.read_text() for p in tmp_path.rglob("*.sh"))
+    asked = run_cli(*base, "++target.analysis=true", f"output_dir={tmp_path / 'x'}")
+    assert asked.code == 2 and "  target.analysis: unknown key" in asked.err
+
+
 def test_committed_eks_experiments_exist() -> None:
     for experiment in EKS_EXPERIMENTS:
         assert job_file(REPO / "generated" / experiment).is_file()
