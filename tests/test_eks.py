@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from nsysgen.cli import main
 from tests.conftest import REPO, RunCli
@@ -233,7 +235,8 @@ def test_trainjob_carries_runtime_label_resources_secrets_and_step_window(eks_tr
     assert "--output" not in tool["nsightToolArgs"]
     assert values["cloudStorage"]["secretRef"] == {"name": "nsight-s3-storage"}
     secret = (eks_tree / "fsdp-p5-eks" / "storage-secret.sh").read_text()
-    assert "AWS_SECRET_ACCESS_KEY:?" in secret and "bucket_name: example-nsight-reports" in secret
+    assert "AWS_SECRET_ACCESS_KEY:?" in secret
+    assert "entry bucket_name example-nsight-reports" in secret
 
 
 def test_trainjob_rank_selection_through_the_step_window(tmp_path: Path, run_cli: RunCli) -> None:
@@ -373,6 +376,109 @@ def test_eks_scripts_quote_the_namespace_and_clean_up_leftovers(eks_tree: Path) 
     label = (folder / "label-namespace.sh").read_text()
     assert "namespace=${1:-default}" in label and '"$namespace"' in label
     assert "example-ns" not in label
+
+
+def _fake_bin(folder: Path, tools: dict[str, str]) -> Path:
+    """Executables NAME -> bash body, first on PATH for a generated script."""
+    folder.mkdir()
+    for name, body in tools.items():
+        path = folder / name
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    return folder
+
+
+def _run(script: Path, cwd: Path, bin_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(script)],
+        cwd=cwd,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_storage_secret_writes_yaml_strings_whatever_the_values(tmp_path: Path) -> None:
+    """storage-config.yaml as the operator reads it: an all-digit bucket stays a string, and a
+    quote in a credential neither ends its value nor breaks the file."""
+    out = tmp_path / "out"
+    args = ["target=eks", "workload=fsdp", IMAGE, "capture.s3_uri=s3://123/p", f"output_dir={out}"]
+    assert main(args) == 0
+    [folder] = folders(out)
+    saved = tmp_path / "storage-config.yaml"
+    copy = f'for a in "$@"; do case $a in --from-file=*) cp "${{a##*=}}" {saved};; esac; done'
+    bin_dir = _fake_bin(tmp_path / "bin", {"kubectl": copy})
+    result = _run(
+        folder / "storage-secret.sh",
+        tmp_path,
+        bin_dir,
+        AWS_ACCESS_KEY_ID="AKIDEXAMPLE",
+        AWS_SECRET_ACCESS_KEY="it's\"$(x)`y`",
+        AWS_DEFAULT_REGION="us-west-2",
+        AWS_ENDPOINT_URL="http://127.0.0.1:9000",
+    )
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(saved.read_text()) == {
+        "storage_type": "s3",
+        "bucket_name": "123",
+        "region_name": "us-west-2",
+        "aws_access_key_id": "AKIDEXAMPLE",
+        "aws_secret_access_key": "it's\"$(x)`y`",
+        "endpoint_url": "http://127.0.0.1:9000",
+    }
+
+
+def test_operator_cli_is_found_on_path_or_named(tmp_path: Path) -> None:
+    """`python3 nsight_operator.py` alone looks only in the current directory: the scripts run
+    the CLI found on PATH (or named by NSIGHT_OPERATOR_CLI), and say so when there is none."""
+    out = tmp_path / "out"
+    assert main(["target=eks", "workload=fsdp", IMAGE, "capture=window", f"output_dir={out}"]) == 0
+    [folder] = folders(out)
+    calls = tmp_path / "calls"
+    record = f'printf "%s\\n" "${{0##*/}} $*" >>{calls}'
+    tools = {name: record for name in ("python3", "kubectl", "helm", "sleep")}
+    bin_dir = _fake_bin(tmp_path / "bin", {**tools, "nsight_operator.py": record})
+    upgrade = _run(folder / "upgrade-injector.sh", tmp_path, bin_dir)
+    window = _run(folder / "capture-window.sh", tmp_path, bin_dir)
+    assert upgrade.returncode == window.returncode == 0, upgrade.stderr + window.stderr
+    lines = calls.read_text().splitlines()
+    cli = bin_dir / "nsight_operator.py"
+    assert f"python3 {cli} session-end" in lines  # upgrade: the session is ended first
+    assert f"python3 {cli} session-begin --title {folder.name}" in lines
+    assert f"python3 {cli} profiler-stop" in lines
+
+    calls.unlink()
+    (bin_dir / "nsight_operator.py").unlink()
+    upgrade = _run(folder / "upgrade-injector.sh", tmp_path, bin_dir)
+    assert upgrade.returncode == 0 and "end an open session yourself" in upgrade.stderr
+    fetch = _run(folder / "fetch-reports.sh", tmp_path, bin_dir)
+    assert fetch.returncode == 1
+    assert "Nsight Operator CLI 'nsight_operator.py' is neither a file nor on PATH" in fetch.stderr
+    named = tmp_path / "tools" / "cli.py"
+    named.parent.mkdir()
+    named.write_text("")
+    window = _run(folder / "capture-window.sh", tmp_path, bin_dir, NSIGHT_OPERATOR_CLI=str(named))
+    assert window.returncode == 0, window.stderr
+    assert f"python3 {named} profiler-start" in calls.read_text().splitlines()
+
+
+def test_no_nsight_analysis_without_documented_fields(tmp_path: Path, run_cli: RunCli) -> None:
+    """NVIDIA documents NsightAnalysis as a service, with no apiVersion or spec fields (README):
+    nothing generates one, and asking for one is an unknown key, not a guessed resource."""
+    base = ["target=eks", "workload=fsdp", IMAGE, "capture.s3_uri=s3://bucket-1/p"]
+    assert run_cli(*base, "target.profile_config=resource", f"output_dir={tmp_path}").code == 0
+    kinds = {
+        str(doc.get("kind"))
+        for path in tmp_path.rglob("*.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict)
+    }
+    assert kinds == {"TrainJob", "NsightOperatorProfileConfig", "None"}  # None: Helm values
+    assert "NsightAnalysis" not in "".join(p.read_text() for p in tmp_path.rglob("*.sh"))
+    asked = run_cli(*base, "++target.analysis=true", f"output_dir={tmp_path / 'x'}")
+    assert asked.code == 2 and "  target.analysis: unknown key" in asked.err
 
 
 def test_committed_eks_experiments_exist() -> None:

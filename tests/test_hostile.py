@@ -50,15 +50,22 @@ SCHEMAS = REPO / "schemas"
 TOOLS = (
     *("srun", "sbatch", "scontrol", "squeue", "sacct", "nsys", "helm", "kubectl", "curl", "wget"),
     *("dpkg", "dpkg-deb", "apt-get", "python3", "aws", "tar", "torchrun", "enroot"),
+    # The Nsight Operator 26.x scripts: its CLI (run as `python3 nsight_operator.py`), and the
+    # waits of capture-window.sh.
+    *("nsight_operator.py", "sleep"),
 )
 # Scripts in the order an operator runs them; any other executable output is run afterwards.
 SCRIPT_ORDER = (
     "install-nsight.sh",
+    "storage-secret.sh",
     "install-injector.sh",
     "label-namespace.sh",
     "job.sbatch",
+    "capture-window.sh",
     "fetch-reports.sh",
     "recipes.sh",
+    "upload-reports.sh",
+    "upgrade-injector.sh",
     "uninstall-injector.sh",
 )
 SCRIPT_TIMEOUT_S = 30
@@ -70,11 +77,20 @@ MARK = "PWNED"
 
 @dataclass(frozen=True)
 class Scenario:
-    """Group choices that reach every template family (workloads, targets, install methods)."""
+    """Group choices that reach every template family (workloads, targets, install methods).
+
+    `settings` are values the scenario sets besides its groups (dotted path, value), written
+    where a user would write them: in the `--config-dir` experiment, or as overrides before the
+    case's own. `fields`: when set, only these fields are tested in this scenario, and they are
+    tested here even when another scenario of the same target tests them too (a scenario that
+    reaches templates the others do not, at a fraction of the cost of every field).
+    """
 
     name: str
     groups: tuple[str, ...]
     experiment: str | None = None
+    settings: tuple[tuple[str, Any], ...] = ()
+    fields: frozenset[str] | None = None
 
 
 SCENARIOS = (
@@ -92,6 +108,49 @@ SCENARIOS = (
     ),
     Scenario("slurm-python", ("target=slurm", "workload=python", "capture=window")),
     Scenario("eks", (), experiment="fsdp-p4de-eks"),
+    # The Nsight Operator 26.x (Coordinator Mode: capture-window.sh; install, upgrade and
+    # uninstall scripts; fetch-reports.sh through the operator's CLI) with both job kinds: a
+    # TrainJob with reports to S3 (storage-secret.sh, upload-reports.sh) and the 26.3
+    # NsightOperatorProfileConfig, and a PyTorchJob with the in-cluster MinIO and flat values.
+    Scenario(
+        "eks-26-trainjob",
+        ("target=eks", "workload=fsdp", "capture=window", "cluster=p5", "nsight=2025.3.1"),
+        settings=(
+            ("target.job", "trainjob"),
+            ("target.injector", "operator-26"),
+            ("target.profile_config", "resource"),
+            ("workload.container_image", "registry.example/fsdp:1"),
+            ("capture.s3_uri", "s3://hv-bucket/fsdp/run1"),
+            ("capture.delay", 5),
+            ("capture.duration", 10),
+        ),
+        fields=frozenset(
+            {
+                *("job.name", "target.namespace", "target.operator_namespace", "target.release"),
+                *("target.charts.operator-26", "target.storage_secret", "target.profile_config"),
+                *("target.coordinator", "target.runtime", "target.runtime_kind"),
+                *("capture.s3_uri", "capture.report_dir", "capture.extra_args[0]"),
+                *("target.injection_match", "workload.container_image"),
+            }
+        ),
+    ),
+    Scenario(
+        "eks-26-pytorchjob",
+        ("target=eks", "workload=fsdp", "capture=window", "cluster=p4de", "nsight=2024.4.1"),
+        settings=(
+            ("target.job", "pytorchjob"),
+            ("target.injector", "operator-26"),
+            ("workload.container_image", "registry.example/fsdp:1"),
+            ("capture.delay", 5),
+            ("capture.duration", 10),
+        ),
+        fields=frozenset(
+            {
+                *("job.name", "target.namespace", "target.operator_namespace", "target.release"),
+                *("target.charts.operator-26", "capture.report_dir", "target.injection_match"),
+            }
+        ),
+    ),
 )
 SCENARIO_BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -208,10 +267,14 @@ def enumerate_fields() -> list[Field]:  # noqa: C901 - one walk, many node kinds
     seen: set[tuple[str, tuple[Part, ...], str]] = set()
 
     def add(scenario: Scenario, target: str, parts: tuple[Part, ...], kind: str) -> None:
-        key = (target, tuple(p if isinstance(p, str) else 0 for p in parts), kind)
+        field = Field(scenario.name, parts, kind)
+        if scenario.fields is not None and field.dotted not in scenario.fields:
+            return
+        family = target if scenario.fields is None else scenario.name
+        key = (family, tuple(p if isinstance(p, str) else 0 for p in parts), kind)
         if key not in seen:
             seen.add(key)
-            fields.append(Field(scenario.name, parts, kind))
+            fields.append(field)
 
     for scenario in SCENARIOS:
         data = composer.compose(scenario_overrides(scenario, Path("/fsx"))).data
@@ -245,6 +308,7 @@ def scenario_overrides(scenario: Scenario, shared_fs: Path) -> list[str]:
     words = list(scenario.groups)
     if scenario.experiment:
         words.append(f"experiment={scenario.experiment}")
+    words += [f"++{path}={hydra_value(value)}" for path, value in scenario.settings]
     return [*words, f"cluster.shared_fs={shared_fs}"]
 
 
@@ -474,6 +538,12 @@ def compile_field(
         "defaults": [*([scenario.experiment] if scenario.experiment else []), "_self_"],
         "cluster": {"shared_fs": str(box.shared_fs)},
     }
+    for path, setting in scenario.settings:
+        *parents, last = path.split(".")
+        node = document
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = setting
     if set_to is not None:
         node = document
         for part in set_to.parts[:-1]:
@@ -566,6 +636,10 @@ def run_scripts(box: Sandbox, folder: Path, data: dict[str, Any]) -> ScriptRuns:
         "SLURM_NTASKS_PER_NODE": "8",
         "SLURM_SUBMIT_DIR": str(box.cwd),
         "SLURMD_NODENAME": "node1",
+        # storage-secret.sh reads the S3 credentials from the caller's environment.
+        "AWS_ACCESS_KEY_ID": "hvkeyid",
+        "AWS_SECRET_ACCESS_KEY": "hvsecret",
+        "AWS_DEFAULT_REGION": "us-west-2",
     }
     env = {k: v.replace("\0", "") for k, v in env.items()}
     if not (folder / "install-nsight.sh").is_file():
@@ -968,6 +1042,10 @@ def test_matrix_covers_every_kind_of_field() -> None:
     ):
         assert expected in names, expected
     assert len(MATRIX) >= 1000
+    for scenario in SCENARIOS:  # a renamed field must not drop out of a scenario's subset
+        if scenario.fields is not None:
+            found = {f.dotted for f in FIELDS if f.scenario == scenario.name}
+            assert found == scenario.fields, (scenario.name, sorted(scenario.fields - found))
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@
 # Usage: uninstall-injector.sh
 set -euo pipefail
 
-helm uninstall nsight-injector || echo "uninstall-injector.sh: release nsight-injector was not installed"
+release=nsight-injector
+helm uninstall "$release" || echo "uninstall-injector.sh: release $release was not installed"
 kubectl delete namespace nvidia-devtools-sidecar-injector --ignore-not-found
 kubectl delete mutatingwebhookconfiguration sidecar-injector-webhook \
   nvidia-devtools-sidecar-injector-webhook --ignore-not-found

@@ -10,6 +10,13 @@ set -euo pipefail
 
 dest=${1:-reports}
 cli=${NSIGHT_OPERATOR_CLI:-nsight_operator.py}
+if [ ! -f "$cli" ]; then
+  found=$(command -v -- "$cli") || {
+    echo "fetch-reports.sh: the Nsight Operator CLI '$cli' is neither a file nor on PATH (set NSIGHT_OPERATOR_CLI)" >&2
+    exit 1
+  }
+  cli=$found
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dest"
 python3 "$cli" autoconfigure -n nsight-operator

@@ -13,17 +13,23 @@ set -euo pipefail
 : "${AWS_ACCESS_KEY_ID:?storage-secret.sh: export AWS_ACCESS_KEY_ID}"
 : "${AWS_SECRET_ACCESS_KEY:?storage-secret.sh: export AWS_SECRET_ACCESS_KEY}"
 region=${AWS_REGION:-${AWS_DEFAULT_REGION:?storage-secret.sh: export AWS_DEFAULT_REGION}}
+# KEY: 'VALUE', a YAML single-quoted string whatever VALUE holds (a quote is doubled), so that a
+# bucket named 123 stays a string and a quote in a credential cannot end its value.
+entry() {
+  local quote="'"
+  printf "%s: '%s'\n" "$1" "${2//$quote/$quote$quote}"
+}
 umask 077
 config=$(mktemp)
 trap 'rm -f "$config"' EXIT
 {
-  echo "storage_type: s3"
-  echo "bucket_name: example-nsight-reports"
-  echo "region_name: '$region'"
-  echo "aws_access_key_id: '$AWS_ACCESS_KEY_ID'"
-  echo "aws_secret_access_key: '$AWS_SECRET_ACCESS_KEY'"
+  entry storage_type s3
+  entry bucket_name example-nsight-reports
+  entry region_name "$region"
+  entry aws_access_key_id "$AWS_ACCESS_KEY_ID"
+  entry aws_secret_access_key "$AWS_SECRET_ACCESS_KEY"
   if [ -n "${AWS_ENDPOINT_URL:-}" ]; then
-    echo "endpoint_url: '$AWS_ENDPOINT_URL'"
+    entry endpoint_url "$AWS_ENDPOINT_URL"
   fi
 } >"$config"
 kubectl create namespace nsight-operator --dry-run=client -o yaml | kubectl apply -f -

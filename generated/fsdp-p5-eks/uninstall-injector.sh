@@ -9,7 +9,8 @@
 set -euo pipefail
 
 namespace=nsight-operator
-helm uninstall --namespace "$namespace" nsight-injector \
-  || echo "uninstall-injector.sh: release nsight-injector was not installed"
+release=nsight-injector
+helm uninstall --namespace "$namespace" "$release" \
+  || echo "uninstall-injector.sh: release $release was not installed"
 kubectl get persistentvolumeclaims --namespace "$namespace"
 kubectl get crds -o name | grep -F nvidia.com || true

@@ -12,14 +12,18 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 namespace=nsight-operator
-cli=${NSIGHT_OPERATOR_CLI:-nsight_operator.py}
 chart_dir=$(mktemp -d)
 trap 'rm -rf "$chart_dir"' EXIT
 
 helm pull https://helm.ngc.nvidia.com/nvidia/devtools/charts/nsight-operator-26.3.1.tgz --untar --untardir "$chart_dir"
 kubectl apply --server-side --force-conflicts --filename "$chart_dir"/nsight-operator/crds/
-if command -v "$cli" >/dev/null || [ -f "$cli" ]; then
+# End the open profiling session first, with the operator's CLI where there is one.
+cli=${NSIGHT_OPERATOR_CLI:-nsight_operator.py}
+[ -f "$cli" ] || cli=$(command -v -- "$cli") || cli=
+if [ -n "$cli" ]; then
   python3 "$cli" session-end || echo "upgrade-injector.sh: no session to end"
+else
+  echo "upgrade-injector.sh: no Nsight Operator CLI (NSIGHT_OPERATOR_CLI); end an open session yourself" >&2
 fi
 helm upgrade --wait --namespace "$namespace" --reuse-values nsight-injector https://helm.ngc.nvidia.com/nvidia/devtools/charts/nsight-operator-26.3.1.tgz \
   --values "$here/values-injector.yaml"
