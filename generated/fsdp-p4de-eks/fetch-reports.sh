@@ -17,12 +17,11 @@ trap 'kubectl delete pod "$pod" --namespace "$namespace" --wait=false >/dev/null
 kubectl wait --namespace "$namespace" --for=condition=Ready "pod/$pod" --timeout=180s
 kubectl exec --namespace "$namespace" "$pod" -- tar -cf - -C /fsx/nsight-reports/fsdp-p4de-eks . | tar -xf - -C "$dest"
 ls -l "$dest"
-# Check what was copied against what this setup promises (exit 1: missing or wrong reports).
-# Reading the reports needs nsys; without it, check at least that every report is there.
 here=$(dirname "$(readlink -f "$0")")
+check=(python3 "$here/nsysgen-verify.py" "$here" --reports "$dest")
 if [ -z "${NSYS:-}" ] && ! command -v nsys >/dev/null; then
   echo "fetch-reports.sh: no nsys here (set NSYS=/path/to/nsys to read the reports):" \
     "checking only that every report is there and not empty" >&2
-  exec python3 "$here/nsysgen-verify.py" "$here" --reports "$dest" --presence-only
+  check+=(--presence-only)
 fi
-exec python3 "$here/nsysgen-verify.py" "$here" --reports "$dest"
+"${check[@]}"

@@ -3,7 +3,8 @@
 # How to regenerate it, and from what: nsysgen-manifest.json in this folder.
 #
 # Downloads the reports of the last profiling session from the Nsight Operator's storage
-# (bucket example-nsight-reports) to DEST with the operator's CLI, then copies
+# (bucket example-nsight-reports) to DEST with the operator's CLI, checks them
+# with nsysgen-verify.py, then copies
 # them and later recipe outputs to s3://example-nsight-reports/fsdp-p5-eks (upload-reports.sh).
 # Usage: fetch-reports.sh [DEST]   (default: ./reports; NSIGHT_OPERATOR_CLI: nsight_operator.py)
 set -euo pipefail
@@ -17,7 +18,6 @@ if [ ! -f "$cli" ]; then
   }
   cli=$found
 fi
-here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dest"
 python3 "$cli" autoconfigure -n nsight-operator
 python3 "$cli" ls
@@ -25,4 +25,12 @@ python3 "$cli" download --output-dir "$dest"
 # recipes.sh reads DEST/*.nsys-rep: lift reports out of per-report folders.
 find "$dest" -mindepth 2 -name '*.nsys-rep' -exec mv -n {} "$dest"/ \;
 ls -l "$dest"
-"$here/upload-reports.sh" "$dest"
+here=$(dirname "$(readlink -f "$0")")
+check=(python3 "$here/nsysgen-verify.py" "$here" --reports "$dest")
+if [ -z "${NSYS:-}" ] && ! command -v nsys >/dev/null; then
+  echo "fetch-reports.sh: no nsys here (set NSYS=/path/to/nsys to read the reports):" \
+    "checking only that every report is there and not empty" >&2
+  check+=(--presence-only)
+fi
+"${check[@]}"
+exec "$here/upload-reports.sh" "$dest"
