@@ -19,6 +19,13 @@ every round (the first ones are the last to be cut by the deadline); RECHECK (co
 default g-node) names the configurations whose window is checked again in every later round.
 DEADLINE_S bounds the whole run; results are rewritten after every run, so a run cut short
 still brings back what it measured.
+
+--nccl (issue 20 on a 2-GPU machine, bench/gpu/x2.sh): only the DDP phase, one rank per GPU so
+that the ranks talk through NCCL, DDP_ROUNDS (default 4) rounds of neither / rank 0 / both ranks
+under nsys, rotated by the round; -> ablation-launch-nccl.json. It refuses to run on fewer than
+2 GPUs and flags every run whose backend was not NCCL. ABLATE_WRAPPER names the generated
+nsys-exec whose flags are "current" (default generated/steps-launch/nsys-exec, beside this
+file); WARMUP=0 skips the one-process warm-up (x2.sh has warmed both GPUs already).
 """
 
 from __future__ import annotations
@@ -50,7 +57,9 @@ START = time.monotonic()
 DEADLINE = float(os.environ.get("DEADLINE_S", "560"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 ROTATE = os.environ.get("ROTATE", "1") != "0"
-RESULT = OUT / "ablation-launch.json"
+NCCL = "--nccl" in sys.argv[1:]
+RESULT = OUT / ("ablation-launch-nccl.json" if NCCL else "ablation-launch.json")
+DDP_SHAPES: list[tuple[str, tuple[int, ...]]] = [("neither", ()), ("rank0", (0,)), ("both", (0, 1))]
 
 
 def log(*args: object) -> None:
@@ -63,7 +72,8 @@ def left() -> float:
 
 def current_flags() -> list[str]:
     """The switches of the generated wrapper's `nsys profile` line, minus output naming."""
-    text = (HERE / "generated/steps-launch/nsys-exec").read_text()
+    wrapper = HERE / os.environ.get("ABLATE_WRAPPER", "generated/steps-launch/nsys-exec")
+    text = wrapper.read_text()
     body = text.split('exec "$nsys" profile \\', 1)[1].split('"$@"', 1)[0]
     flags = [w for w in shlex.split(body.replace("\\\n", " ")) if w.startswith("--")]
     return [f for f in flags if not f.startswith(("--output=", "--force-overwrite"))]
@@ -469,14 +479,19 @@ def judge_checks(checks: dict[str, dict[str, object]]) -> None:
         found["exact"] = found.get("steps") == want and found.get("kernels") == ref.get("kernels")
 
 
-def ddp(rounds: int) -> None:
-    """2 ranks under DDP: neither, rank 0 or both under nsys (current flags)."""
+def gpu_count() -> int:
     import torch  # only to count GPUs; the ranks are separate processes
 
-    gpus = torch.cuda.device_count()
-    results["ddp_gpus"] = gpus
+    return int(torch.cuda.device_count())
+
+
+def ddp(rounds: int) -> None:
+    """2 ranks under DDP: neither, rank 0 or both under nsys (current flags). With one GPU they
+    share it (gloo); with two each has its own (NCCL). --nccl rotates the order by the round."""
+    results["ddp_gpus"] = gpu_count()
     for round_ in range(rounds):
-        for shape, recorded in (("neither", ()), ("rank0", (0,)), ("both", (0, 1))):
+        shift = round_ % len(DDP_SHAPES) if NCCL else 0
+        for shape, recorded in DDP_SHAPES[shift:] + DDP_SHAPES[:shift]:
             if left() < 40:
                 return
             port = 29600 + round_ * 10 + len(recorded)
@@ -527,9 +542,11 @@ def ddp(rounds: int) -> None:
             record: dict[str, object] = {"shape": shape, "round": round_}
             for rank, proc in enumerate(procs):
                 try:
-                    text, _ = proc.communicate(timeout=180)
+                    # Never past the deadline: a hung collective must not eat the call.
+                    text, _ = proc.communicate(timeout=max(5.0, min(180.0, left())))
                 except subprocess.TimeoutExpired:
-                    proc.kill()
+                    for other in procs:
+                        other.kill()
                     text = "timeout"
                 timing = ROOT / f"ddp-{shape}-{round_}-{rank}.json"
                 if timing.exists():
@@ -546,21 +563,38 @@ def ddp(rounds: int) -> None:
 
 def summarize_ddp(runs: list[dict[str, object]]) -> dict[str, object]:
     by: dict[str, list[float]] = {}
+    per_rank: dict[str, list[list[float]]] = {}
+    lows: dict[str, list[float]] = {}
+    backends: dict[str, set[str]] = {}
     for r in runs:
         ranks = [r.get("rank0"), r.get("rank1")]
         if all(isinstance(x, dict) for x in ranks):
+            shape = str(r["shape"])
             # The job's step: the slower rank's (both wait in each all-reduce anyway).
-            by.setdefault(str(r["shape"]), []).append(max(float(x["outside"]) for x in ranks))  # type: ignore[index]
+            by.setdefault(shape, []).append(max(float(x["outside"]) for x in ranks))  # type: ignore[index]
+            per_rank.setdefault(shape, []).append([float(x["outside"]) for x in ranks])  # type: ignore[index]
+            if all("pre_p10" in x for x in ranks):  # type: ignore[operator]
+                lows.setdefault(shape, []).append(max(float(x["pre_p10"]) for x in ranks))  # type: ignore[index]
+            backends.setdefault(shape, set()).add(str(r.get("backend")))
     base = statistics.median(by["neither"]) if by.get("neither") else None
     out: dict[str, object] = {}
     for shape, values in by.items():
         med = statistics.median(values)
-        out[shape] = {
+        entry: dict[str, object] = {
             "runs": len(values),
             "median_job_step_ms": round(med, 3),
             "run_medians_ms": values,
             "overhead_pct": round((med / base - 1) * 100, 2) if base else None,
+            # Each rank's median step outside the window, median over the runs.
+            "rank_median_ms": [
+                round(statistics.median(run[k] for run in per_rank[shape]), 3) for k in (0, 1)
+            ],
+            "backends": sorted(backends[shape]),
         }
+        if lows.get(shape):
+            # The slower rank's p10 before the window: the loop's own cost, less the noise.
+            entry["median_job_pre_p10_ms"] = round(statistics.median(lows[shape]), 3)
+        out[shape] = entry
     return out
 
 
@@ -615,7 +649,39 @@ def run_round(matrix: list[Config], round_: int) -> None:
         save()
 
 
+def main_nccl() -> int:
+    """--nccl: the DDP phase only, on 2 GPUs, NCCL checked."""
+    results["mode"] = "nccl"
+    results["current_flags"] = CURRENT
+    results["nsys"] = nsys("--version").stdout.strip()
+    results["host"] = socket.gethostname()
+    results["window"] = {"steps": STEPS, "first": FIRST, "last": LAST, "warmup": WARMUP}
+    results["nproc"] = os.cpu_count()
+    gpus = gpu_count()
+    if gpus < 2:
+        results["errors"].append(f"--nccl needs 2 GPUs, found {gpus}")  # type: ignore[union-attr]
+        save()
+        log("--nccl needs 2 GPUs, found", gpus)
+        return 2
+    log("current flags:", CURRENT)
+    if os.environ.get("WARMUP", "1") != "0":
+        subprocess.run([sys.executable, str(SCRIPT), "--shape=launch", "--steps=20"], check=False)
+    ddp(int(os.environ.get("DDP_ROUNDS", "4")))
+    not_nccl = [
+        f"{r['shape']}/{r['round']}: {r.get('backend')}"
+        for r in results["ddp_runs"]  # type: ignore[attr-defined]
+        if r.get("backend") != "nccl"
+    ]
+    if not_nccl:
+        results["errors"].append(f"runs not on NCCL: {not_nccl}")  # type: ignore[union-attr]
+    save()
+    print(json.dumps(results["ddp_summary"], indent=1))
+    return 1 if not_nccl else 0
+
+
 def main() -> int:
+    if NCCL:
+        return main_nccl()
     phases = os.environ.get("PHASES", "matrix,check,ddp,extra").split(",")
     matrix = selected()
     results["current_flags"] = CURRENT

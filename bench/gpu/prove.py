@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -30,8 +31,13 @@ def log(*args: object) -> None:
     print(*args, flush=True)
 
 
-def run_job(name: str, env_extra: dict[str, str] | None = None) -> dict[str, object]:
-    """Run generated/<name>/job.sbatch through bash, as sbatch would, on this one node."""
+def run_job(
+    name: str, env_extra: dict[str, str] | None = None, timeout: float | None = None
+) -> dict[str, object]:
+    """Run generated/<name>/job.sbatch through bash, as sbatch would, on this one node.
+
+    After `timeout` seconds the job's whole process group (srun's tasks, nsys, the program)
+    is killed and the exit is 124, as with timeout(1)."""
     global JOB_ID
     JOB_ID += 1
     folder = ROOT / "generated" / name
@@ -51,9 +57,22 @@ def run_job(name: str, env_extra: dict[str, str] | None = None) -> dict[str, obj
         **(env_extra or {}),
     }
     start = time.perf_counter()
-    proc = subprocess.run(
-        ["bash", str(folder / "job.sbatch")], env=env, capture_output=True, text=True
+    job = subprocess.Popen(
+        ["bash", str(folder / "job.sbatch")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,  # its own group, killed whole on timeout; same session
     )
+    try:
+        stdout, stderr = job.communicate(timeout=timeout)
+        code = job.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        stdout, stderr = job.communicate()
+        code = 124
+    proc = subprocess.CompletedProcess(job.args, code, stdout, stderr)
     wall = time.perf_counter() - start
     tails = {p.name: p.read_text()[-1500:] for p in sorted(logs.glob("*.log"))}
     ok = proc.returncode == 0

@@ -13,6 +13,7 @@ NCCL when every rank has its own GPU, else gloo, since NCCL refuses two ranks on
 inside an NVTX range "all_reduce gradients" (gloo: on a CPU copy, so the range spans the wait).
 --delay-ms/--delay-rank/--delay-steps inject a straggler: that rank sleeps at the start of the
 chosen steps (issue 17's straggler proof).
+A "{rank}" in --timing-out becomes the rank, so that the ranks of one job write apart.
 """
 
 import argparse
@@ -134,10 +135,11 @@ def main() -> None:
             "shape": args.shape,
             "graph": args.graph,
             "backend": backend,
+            "rank": rank,
             "step_seconds": times,
             "step_start_unix": starts,
         }
-        Path(args.timing_out).write_text(json.dumps(summary))
+        Path(args.timing_out.replace("{rank}", str(rank))).write_text(json.dumps(summary))
     if args.ddp:
         torch.distributed.destroy_process_group()
 
