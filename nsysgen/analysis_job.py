@@ -4,7 +4,10 @@ exists: from the report count and the report size model (nsysgen/estimate.py), u
 
 Per report, the analysis exports the report to SQLite once (`nsys export`, cached next to the
 report) and reduces the export to per-rank tables; workers take one report at a time. The
-throughput figures below are this repository's measurements (BENCHMARKS.md, "Analysis on Dask").
+throughput figures below are measured on one core of the GPU machine with nsys 2025.3.1, on
+reports of 6-98 MB of a launch-bound CUDA loop (bench/gpu/export_rate.sh,
+bench/gpu/results/export-rate-2026-12-01.json): export and reduce both grow with the report's
+size, 7.8 MB/s and 9.3 MB/s, with well under a second of fixed cost per report.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config
 
-# nsys export --type sqlite, bytes of report per second on one core (2023.4.4, CPU reports).
-EXPORT_BYTES_PER_S = 20e6
-# Reducing one export (NCCL calls, steps, kernels) and nsys start-up, seconds.
-PER_REPORT_S = 1.5
+# nsys export --type sqlite, bytes of report per second on one core.
+EXPORT_BYTES_PER_S = 7.8e6
+# nsysgen's reduce of the export (steps, kernels, NCCL calls), bytes of report per second.
+REDUCE_BYTES_PER_S = 9.3e6
+# nsys and worker start-up per report, seconds.
+PER_REPORT_S = 0.3
 # Aim for at most this many reports per worker before adding nodes.
 REPORTS_PER_WORKER = 8
 DEFAULT_WORKERS_PER_NODE = 4
@@ -38,7 +43,9 @@ class AnalysisJob:
 
 
 def seconds_per_report(bytes_per_report: float) -> float:
-    return PER_REPORT_S + bytes_per_report / EXPORT_BYTES_PER_S
+    return (
+        PER_REPORT_S + bytes_per_report / EXPORT_BYTES_PER_S + bytes_per_report / REDUCE_BYTES_PER_S
+    )
 
 
 def analysis_job(config: Config, reports: int, bytes_per_report: float) -> AnalysisJob:
