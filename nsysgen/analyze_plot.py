@@ -61,8 +61,13 @@ class Plots:
             saved = {}
         self.records: dict[str, dict[str, str | None]] = saved if isinstance(saved, dict) else {}
         code = hashlib.sha256()
-        for name in self._CODE:
-            code.update((Path(__file__).parent / name).read_bytes())
+        try:
+            for name in self._CODE:
+                code.update((Path(__file__).parent / name).read_bytes())
+        except OSError:  # installed without its sources: the version stands in for them
+            from nsysgen import __version__
+
+            code.update(__version__.encode())
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             code.update(importlib.metadata.version("matplotlib").encode())
         self.code = code.hexdigest()
