@@ -120,9 +120,10 @@ def tasks_done(dask_scheduler: Any) -> dict[str, int]:
     }
 
 
-async def close_nannies(dask_scheduler: Any) -> None:
-    """Runs on the scheduler: every nanny stops its worker and closes. A nanny closes the
-    connection before it answers: that is its answer."""
+async def close_nannies(dask_scheduler: Any, timeout_s: float = 30.0) -> None:
+    """Runs on the scheduler: every nanny stops its worker and closes (a nanny closes the
+    connection before it answers: that is its answer). Bounded in time: on a very large
+    cluster the scheduler's own shutdown closes the workers left."""
     import asyncio
 
     async def close(address: str) -> None:
@@ -130,7 +131,10 @@ async def close_nannies(dask_scheduler: Any) -> None:
             await dask_scheduler.rpc(address).terminate(reason="nsysgen-shutdown")
 
     nannies = [ws.nanny for ws in list(dask_scheduler.workers.values()) if ws.nanny]
-    await asyncio.gather(*(close(address) for address in nannies))
+    with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError's alias since 3.11
+        await asyncio.wait_for(
+            asyncio.gather(*(close(address) for address in nannies)), timeout=timeout_s
+        )
 
 
 def shutdown(scheduler_file: Path) -> int:
