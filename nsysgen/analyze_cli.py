@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from nsysgen import steps_cli
@@ -15,7 +16,7 @@ from nsysgen.analyze import (
     write_csvs,
 )
 from nsysgen.analyze_map import Progress, Where, map_reports, plan_tasks
-from nsysgen.analyze_plot import plot_op, require_matplotlib
+from nsysgen.analyze_plot import Plots, plot_op, require_matplotlib
 from nsysgen.errors import EXIT_INVALID
 
 
@@ -85,8 +86,16 @@ def run_analyze(argv: Sequence[str]) -> int:
     reports = len(reduced)
     summary = summarise(calls)
     written = write_csvs(calls, summary, out)
+    plots = Plots(out)
     for op in sorted({c.op for c in calls}):
-        written.append(plot_op(op, [c for c in calls if c.op == op], reference, out))
+        op_calls = [c for c in calls if c.op == op]
+        drawn = plots.draw(
+            f"nccl_{op}_durations.png",
+            [op, op_calls, sorted(reference.items())],
+            partial(plot_op, op, op_calls, reference, out),
+        )
+        assert drawn is not None
+        written.append(drawn)
     if not calls:
         print(f"no NCCL kernels in {reports} report(s): nothing to plot")
     for row in summary:
@@ -96,8 +105,9 @@ def run_analyze(argv: Sequence[str]) -> int:
             f"p90 {row.p90_us:9.1f} us"
         )
     step_files, code = steps_cli.run(
-        args, [r.tables for r in reduced], [r.name for r in reduced], calls, out
+        args, [r.tables for r in reduced], [r.name for r in reduced], calls, out, plots
     )
+    plots.save()
     for path in written + step_files:
         print(f"wrote {path}")
     return code

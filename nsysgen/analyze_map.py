@@ -10,11 +10,19 @@ Cache: `x.nsys-rep` is exported to `x.sqlite` next to it, with `x.nsysgen-export
 the report's size, mtime (ns) and the SHA-256 of its first and last MiB. A changed report fails
 that key and is exported again; an export without a key (made by hand or by an older nsysgen)
 is used while it is newer than its report, as before.
+
+The task's result is cached too, in `x.nsysgen-reduced.json` (JSON: reading it runs no code),
+keyed on the report's key, the export's size and mtime (or, for an export given alone, its own
+key) and the code that reduces (a digest of its modules' source). A report whose key still
+holds is neither exported nor read again: its tables come from that file, in this process, and
+when every report's do, no Dask cluster is started or asked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -33,9 +41,16 @@ from nsysgen.analyze import (
     read_calls,
     report_sources,
 )
-from nsysgen.steps import RankTables, reduce_report
+from nsysgen.steps import Collective, RankTables, StepRow, reduce_report
 
 _CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Reduced:
+    name: str  # the export's stem: the report's name
+    calls: list[NcclCall]
+    tables: list[RankTables]
 
 
 @dataclass(frozen=True)
@@ -46,13 +61,7 @@ class Task:
     export: Path
     nsys: str | None  # set when the export must be (re)made
     warning: str = ""
-
-
-@dataclass(frozen=True)
-class Reduced:
-    name: str  # the export's stem: the report's name
-    calls: list[NcclCall]
-    tables: list[RankTables]
+    cached: Reduced | None = None  # the result, from the cache: nothing left to do
 
 
 def key_file(report: Path) -> Path:
@@ -71,8 +80,8 @@ def report_key(report: Path) -> dict[str, Any]:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
 
 
-def cache_state(report: Path, export: Path | None) -> str:
-    """ "valid", "stale" (the report changed) or "missing"."""
+def cache_state(report: Path, export: Path | None, key: dict[str, Any] | None = None) -> str:
+    """ "valid", "stale" (the report changed) or "missing". `key`: the report's, if known."""
     if export is None or not export.is_file():
         return "missing"
     keyed = key_file(report)
@@ -81,8 +90,84 @@ def cache_state(report: Path, export: Path | None) -> str:
             saved = json.loads(keyed.read_text())
         except (OSError, ValueError):
             return "stale"
-        return "valid" if saved == report_key(report) else "stale"
+        return "valid" if saved == (key or report_key(report)) else "stale"
     return "valid" if export.stat().st_mtime >= report.stat().st_mtime else "stale"
+
+
+def reduced_file(source: Path) -> Path:
+    """Where the result of a report's task is cached: next to the report (or lone export)."""
+    return source.with_suffix(".nsysgen-reduced.json")
+
+
+# The modules whose code makes a task's result: a change to any of them redoes every result.
+_REDUCERS = ("analyze.py", "steps.py", "analyze_map.py")
+
+
+@functools.cache
+def code_digest() -> str:
+    digest = hashlib.sha256()
+    try:
+        for name in _REDUCERS:
+            digest.update((Path(__file__).parent / name).read_bytes())
+    except OSError:  # installed without its sources: the version stands in for them
+        from nsysgen import __version__
+
+        return f"nsysgen {__version__}"
+    return digest.hexdigest()
+
+
+def reduced_key(report: Path | None, export: Path, key: dict[str, Any] | None) -> dict[str, Any]:
+    """What a cached result must match: the report's key (`key`) and its export's size and
+    mtime, or a lone export's own key; and the code."""
+    if report is None:
+        return {"code": code_digest(), "export": report_key(export)}
+    stat = export.stat()
+    return {
+        "code": code_digest(),
+        "report": key or report_key(report),
+        "export": {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns},
+    }
+
+
+def _encode(reduced: Reduced) -> dict[str, Any]:
+    return dataclasses.asdict(reduced)
+
+
+def _decode(data: dict[str, Any]) -> Reduced:
+    tables = [
+        RankTables(
+            **{
+                **table,
+                "steps": [StepRow(**row) for row in table["steps"]],
+                "collectives": [Collective(**c) for c in table["collectives"]],
+            }
+        )
+        for table in data["tables"]
+    ]
+    return Reduced(data["name"], [NcclCall(**c) for c in data["calls"]], tables)
+
+
+def load_reduced(source: Path, key: dict[str, Any]) -> Reduced | None:
+    """The cached result for `source` if its key is `key`; None if there is none or it is
+    not usable (a missing, damaged or foreign file is recomputed, never an error)."""
+    try:
+        saved = json.loads(reduced_file(source).read_text())
+        if saved.get("key") != key:
+            return None
+        return _decode(saved["result"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_reduced(source: Path, key: dict[str, Any], reduced: Reduced) -> None:
+    """Best effort, and atomic: a reader sees the old file, the new one, or none."""
+    target = reduced_file(source)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(json.dumps({"key": key, "result": _encode(reduced)}))
+        partial.replace(target)
+    except OSError:
+        partial.unlink(missing_ok=True)
 
 
 def plan_tasks(path: Path, nsys: str | None) -> list[Task]:
@@ -92,12 +177,15 @@ def plan_tasks(path: Path, nsys: str | None) -> list[Task]:
     for report, export in report_sources(path):
         if report is None:
             assert export is not None
-            tasks.append(Task(None, export, None))
+            cached = load_reduced(export, reduced_key(None, export, None))
+            tasks.append(Task(None, export, None, cached=cached))
             continue
         target = export or report.with_suffix(".sqlite")
-        state = cache_state(report, export)
+        key = report_key(report)
+        state = cache_state(report, export, key)
         if state == "valid":
-            tasks.append(Task(report, target, None))
+            cached = load_reduced(report, reduced_key(report, target, key))
+            tasks.append(Task(report, target, None, cached=cached))
             continue
         if state == "stale":
             try:
@@ -117,12 +205,22 @@ def plan_tasks(path: Path, nsys: str | None) -> list[Task]:
 
 
 def run_task(task: Task) -> Reduced:
-    """Export (if due) and reduce one report: what a worker runs."""
+    """Export (if due) and reduce one report, and cache the result: what a worker runs."""
     export = task.export
+    key = None
     if task.report is not None and task.nsys is not None:
         export = export_sqlite(task.report, task.nsys, force=True)
-        key_file(task.report).write_text(json.dumps(report_key(task.report), sort_keys=True))
-    return Reduced(export.stem, read_calls(export, export.stem), reduce_report(export, export.stem))
+        key = report_key(task.report)
+        key_file(task.report).write_text(json.dumps(key, sort_keys=True))
+    reduced = Reduced(
+        export.stem, read_calls(export, export.stem), reduce_report(export, export.stem)
+    )
+    if task.report is not None:
+        key = key or report_key(task.report)
+        if cache_state(task.report, export, key) != "valid":
+            return reduced  # the report changed meanwhile: nothing to cache
+    save_reduced(task.report or export, reduced_key(task.report, export, key), reduced)
+    return reduced
 
 
 class Progress:
@@ -164,17 +262,27 @@ def map_reports(tasks: list[Task], where: Where, progress: Progress) -> list[Red
     for task in tasks:
         if task.warning:
             print(task.warning, file=sys.stderr)
+    results = [task.cached for task in tasks]
+    for _ in (r for r in results if r is not None):
+        progress.step()
+    due = [i for i, task in enumerate(tasks) if task.cached is None]
     external = where.scheduler_file is not None or where.address is not None
-    workers = where.workers or min(os.cpu_count() or 1, len(tasks))
-    if where.serial or (not external and workers <= 1):
+    workers = where.workers or min(os.cpu_count() or 1, len(due))
+    if not due:
+        pass  # every result is cached: no cluster to start or ask
+    elif where.serial or (not external and workers <= 1):
         # One worker: a cluster would add start-up and nothing else.
-        results = []
-        for task in tasks:
-            results.append(run_task(task))
+        for i in due:
+            results[i] = run_task(tasks[i])
             progress.step()
-        return results
-    with _client(where, workers) as client:
-        return _gather(client, tasks, progress)
+    else:
+        with _client(where, workers) as client:
+            done = _gather(client, [tasks[i] for i in due], progress)
+        for i, result in zip(due, done, strict=True):
+            results[i] = result
+    finished = [r for r in results if r is not None]
+    assert len(finished) == len(tasks)
+    return finished
 
 
 @contextlib.contextmanager

@@ -3,8 +3,14 @@ message size, with the time nccl-tests reported as a line when its log is given.
 
 from __future__ import annotations
 
-import importlib
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
 import math
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 from nsysgen.analyze import AnalyzeError, NcclCall, human_size
@@ -17,14 +23,84 @@ class MissingDependency(AnalyzeError):
 
 
 def require_matplotlib() -> None:
-    """Fail before anything is written, not after the CSVs, when plots cannot be drawn."""
+    """Fail before anything is written, not after the CSVs, when plots cannot be drawn (found,
+    not imported: a run whose plots are all current never imports it)."""
     try:
-        importlib.import_module("matplotlib")
-    except ImportError:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
         raise MissingDependency(
             f"nsysgen analyze draws its plots with matplotlib, which is not installed "
             f"(install it with: {INSTALL})"
-        ) from None
+        )
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Plots:
+    """Plots are drawn again only when what they show changed.
+
+    OUT/.nsysgen-plots.json holds, per PNG, a digest of what it was drawn from (the plot's
+    data, the drawing code, matplotlib's version) and of the PNG itself. A PNG whose record
+    still holds, with the bytes recorded, is kept as it is; matplotlib is not even imported
+    when every PNG is kept. Drawing is deterministic, so a kept PNG is the one a new drawing
+    would give.
+    """
+
+    FILE = ".nsysgen-plots.json"
+    _CODE = ("analyze_plot.py", "analyze_steps_plot.py")
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        try:
+            saved = json.loads((out / self.FILE).read_text())
+        except (OSError, ValueError):
+            saved = {}
+        self.records: dict[str, dict[str, str | None]] = saved if isinstance(saved, dict) else {}
+        code = hashlib.sha256()
+        try:
+            for name in self._CODE:
+                code.update((Path(__file__).parent / name).read_bytes())
+        except OSError:  # installed without its sources: the version stands in for them
+            from nsysgen import __version__
+
+            code.update(__version__.encode())
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            code.update(importlib.metadata.version("matplotlib").encode())
+        self.code = code.hexdigest()
+
+    def key(self, name: str, data: object) -> str:
+        """The digest of a plot's inputs: `data` as canonical JSON (objects by their repr)."""
+        text = json.dumps([self.code, name, data], sort_keys=True, default=repr)
+        return _digest(text.encode())
+
+    def draw(self, name: str, data: object, draw: Callable[[], Path | None]) -> Path | None:
+        """OUT/name drawn by `draw` (None: it draws nothing) unless its record holds."""
+        key, target = self.key(name, data), self.out / name
+        record = self.records.get(name)
+        if isinstance(record, dict) and record.get("key") == key:
+            if record.get("png") is None and not target.exists():
+                return None
+            png = record.get("png")
+            if png is not None and target.is_file() and _digest(target.read_bytes()) == png:
+                return target
+        drawn = draw()
+        if drawn is None:
+            self.records[name] = {"key": key, "png": None}
+        elif drawn.is_file():
+            self.records[name] = {"key": key, "png": _digest(drawn.read_bytes())}
+        else:
+            self.records.pop(name, None)  # nothing to check it by next time
+        return drawn
+
+    def save(self) -> None:
+        target = self.out / self.FILE
+        partial = target.with_name(f"{self.FILE}.{os.getpid()}.partial")
+        partial.write_text(json.dumps(self.records, indent=1, sort_keys=True) + "\n")
+        partial.replace(target)
 
 
 def plot_op(op: str, calls: list[NcclCall], reference_us: dict[int, float], out: Path) -> Path:

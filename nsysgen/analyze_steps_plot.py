@@ -5,10 +5,12 @@ they show exactly the figures the summary holds."""
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from nsysgen.analyze import NcclCall, human_size
+from nsysgen.analyze_plot import Plots
 
 Summary = dict[str, object]
 
@@ -130,11 +132,20 @@ def size_panels(op: str, calls: list[NcclCall], summary: Summary, out: Path) -> 
     return target
 
 
-def draw_all(summary: Summary, calls: list[NcclCall], out: Path) -> list[Path]:
+def draw_all(summary: Summary, calls: list[NcclCall], out: Path, plots: Plots) -> list[Path]:
+    """Every picture, each drawn again only when its data changed (`plots`)."""
+    shown = plots.key("summary", summary)  # what the summary holds, once for every plot
     drawn = [
-        heatmap(summary, "step_ms", "Step time", out),
-        heatmap(summary, "exposed_comm_ms", "Exposed communication", out),
-        rank_bars(summary, out),
+        plots.draw(
+            f"heatmap_{field.removesuffix('_ms')}.png",
+            [shown, field, title],
+            partial(heatmap, summary, field, title, out),
+        )
+        for field, title in (("step_ms", "Step time"), ("exposed_comm_ms", "Exposed communication"))
     ]
-    drawn += [size_panels(op, calls, summary, out) for op in sorted({c.op for c in calls})]
+    drawn.append(plots.draw("rank_breakdown.png", shown, partial(rank_bars, summary, out)))
+    for op in sorted({c.op for c in calls}):
+        data = [shown, op, [c for c in calls if c.op == op]]
+        panels = partial(size_panels, op, calls, summary, out)
+        drawn.append(plots.draw(f"nccl_{op}_by_size.png", data, panels))
     return [p for p in drawn if p is not None]

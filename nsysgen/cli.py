@@ -9,19 +9,26 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nsysgen import __version__
-from nsysgen.analyze_cli import run_analyze
-from nsysgen.build import FolderResult, SweepResult, build_single, build_sweep, name_points
-from nsysgen.check import check_output, render_report
-from nsysgen.completion import completion_script
-from nsysgen.compose import GROUPS, Composer
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
-from nsysgen.keys import catalog
-from nsysgen.pipeline import build_config
-from nsysgen.plan_report import Expand, as_json, as_table, sweep_table
-from nsysgen.show import show_config
-from nsysgen.verify_cli import run_verify
+
+# The verbs' modules are imported by the verb that needs them: `nsysgen analyze` and `verify`
+# start without Hydra, Jinja and the schemas (about 0.6 s of imports).
+if TYPE_CHECKING:
+    from nsysgen.build import FolderResult, SweepResult
+    from nsysgen.compose import Composer
+
+
+def __getattr__(name: str) -> Any:
+    """`nsysgen.cli.Composer` on first use (PEP 562); tests stand a shared one in for it."""
+    if name == "Composer":
+        from nsysgen.compose import Composer
+
+        return Composer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Per verb: its usage line and what it does; `nsysgen VERB --help` prints these and nothing else.
 VERBS: dict[str, tuple[str, str]] = {
@@ -160,6 +167,9 @@ def verb_help(verb: str) -> str:
 
 
 def help_text(composer: Composer) -> str:
+    from nsysgen.compose import GROUPS
+    from nsysgen.keys import catalog
+
     defaults = composer.compose([]).choices
     lines = [
         f"nsysgen {__version__}: compile Nsight Systems profiling setups for distributed training.",
@@ -236,12 +246,18 @@ def run_check(args: Arguments) -> int:
         if not word.startswith("output_dir="):
             raise UsageError(f"check takes only output_dir=DIR, not {word}", "check")
         output_dir = Path(word.split("=", 1)[1])
+    from nsysgen.check import check_output, render_report
+
     report = check_output(output_dir)
     print(render_report(report, output_dir))
     return EXIT_DRIFT if report.findings else EXIT_OK
 
 
 def run_plan(args: Arguments, composer: Composer) -> int:
+    from nsysgen.build import name_points
+    from nsysgen.pipeline import build_config
+    from nsysgen.plan_report import Expand, as_json, as_table, sweep_table
+
     if args.multirun:
         _, points = name_points(composer, args.overrides)
         rows = []
@@ -280,6 +296,8 @@ def print_warnings(results: list[FolderResult]) -> None:
 
 def run_completion(argv: Sequence[str]) -> int:
     if len(argv) == 1 and argv[0] in ("bash", "zsh"):
+        from nsysgen.completion import completion_script
+
         print(completion_script(argv[0]), end="")
         return EXIT_OK
     if len(argv) == 1 and argv[0] in ("-h", "--help"):
@@ -289,6 +307,8 @@ def run_completion(argv: Sequence[str]) -> int:
 
 
 def run_compile(args: Arguments, composer: Composer) -> int:
+    from nsysgen.build import build_single, build_sweep
+
     if args.multirun:
         sweep = build_sweep(composer, args.overrides, args.config_dirs)
         print_warnings(sweep.folders)
@@ -305,6 +325,8 @@ def run_compile(args: Arguments, composer: Composer) -> int:
 
 
 def run_show(args: Arguments, composer: Composer) -> int:
+    from nsysgen.show import show_config
+
     print(show_config(composer.compose(args.overrides), with_keys=args.all), end="")
     return EXIT_OK
 
@@ -314,16 +336,25 @@ def run(argv: Sequence[str]) -> int:
     if first in ("--version", "-V"):
         print(f"nsysgen {__version__}")
         return EXIT_OK
-    own_parsers = {"analyze": run_analyze, "verify": run_verify, "completion": run_completion}
-    if first in own_parsers:
-        return own_parsers[first](argv[1:])
+    if first == "analyze":
+        from nsysgen.analyze_cli import run_analyze
+
+        return run_analyze(argv[1:])
+    if first == "verify":
+        from nsysgen.verify_cli import run_verify
+
+        return run_verify(argv[1:])
+    if first == "completion":
+        return run_completion(argv[1:])
     args = parse_arguments(argv)
     if args.help and args.verb != "compile":
         print(verb_help(args.verb))
         return EXIT_OK
     if args.verb == "check":
         return run_check(args)
-    composer = Composer([Path(d) for d in args.config_dirs])
+    # Looked up on the module, where tests may have stood another Composer in.
+    composer_class: type[Composer] = sys.modules[__name__].Composer
+    composer = composer_class([Path(d) for d in args.config_dirs])
     if args.help:
         print(help_text(composer))
         return EXIT_OK

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from nsysgen.analyze import AnalyzeError, NcclCall
+from nsysgen.analyze_plot import Plots
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
 from nsysgen.regress import compare, load
 from nsysgen.steps import RankTables, assign_ranks
@@ -83,9 +84,10 @@ def run(
     names: list[str],
     calls: list[NcclCall],
     out: Path,
+    plots: Plots,
 ) -> tuple[list[Path], int]:
     """The reduction over reports: `per_report` holds each report's tables (the map step,
-    nsysgen/analyze_map.py), `names` the reports' names in the same order."""
+    nsysgen/analyze_map.py), `names` the reports' names in the same order; `plots` draws."""
     from nsysgen.analyze_steps_plot import draw_all
 
     ranks = assign_ranks(per_report)
@@ -95,7 +97,7 @@ def run(
     world = args.world_size or max(1, len(ranks))
     summary = build(ranks, lateness, stragglers, calls, thresholds, world, names)
     written = write(summary, out)
-    written += draw_all(summary, calls, out)
+    written += draw_all(summary, calls, out, plots)
     stepped = [t for t in ranks if t.steps]
     steps = sorted({row.step for t in stepped for row in t.steps})
     if stepped:

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,20 +60,73 @@ class LocalCluster:
         markers.mkdir()
         return folder
 
-    def sbatch_wait(self, folder: Path, timeout: int = 300) -> tuple[int, str, str]:
-        """Submit job.sbatch from its folder, wait for it; returns (exit code, job id, log)."""
+    def submit(self, script: Path, *args: str, env: dict[str, str] | None = None) -> str:
+        """`sbatch SCRIPT ARGS` from the script's folder, without waiting; the job id."""
         proc = subprocess.run(
-            ["sbatch", "--parsable", "--wait", "job.sbatch"],
-            cwd=folder,
-            env=self.env,
+            ["sbatch", "--parsable", script.name, *args],
+            cwd=script.parent,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
-            timeout=timeout,
+            check=False,
         )
-        job_id = proc.stdout.strip().split(";")[0]
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip().split(";")[0]
+
+    def state(self, job_id: str) -> tuple[str, str]:
+        """The job's (JobState, ExitCode), e.g. ("COMPLETED", "0:0"); ("GONE", "") once Slurm
+        forgot it."""
+        out = subprocess.run(
+            ["scontrol", "show", "job", job_id], env=self.env, capture_output=True, text=True
+        ).stdout
+        fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+        return fields.get("JobState", "GONE"), fields.get("ExitCode", "")
+
+    def wait(self, job_id: str, timeout: float = 300) -> tuple[str, str]:
+        """Poll until the job has ended (quicker than `sbatch --wait`, whose polls grow to tens
+        of seconds); its final (JobState, ExitCode)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.state(job_id)
+            if state[0] not in ACTIVE:
+                return state
+            assert time.monotonic() < deadline, f"job {job_id} still {state[0]} after {timeout} s"
+            time.sleep(0.3)
+
+    def sbatch_wait(self, folder: Path, timeout: int = 300) -> tuple[int, str, str]:
+        """Submit job.sbatch from its folder, wait for it; returns (exit code, job id, log)."""
+        job_id = self.submit(folder / "job.sbatch")
+        state, exit_code = self.wait(job_id, timeout)
+        code = int(exit_code.split(":")[0] or 0) or (0 if state == "COMPLETED" else 1)
+        return code, job_id, self.log(folder, job_id)
+
+    @staticmethod
+    def log(folder: Path, job_id: str) -> str:
+        """The job's output file in `folder` (#SBATCH --output=%x_%j.out), or ""."""
         logs = sorted(folder.glob(f"*_{job_id}.out"))
-        log = logs[0].read_text() if logs else ""
-        return proc.returncode, job_id, log
+        return logs[0].read_text() if logs else ""
+
+
+# Job states of a job that has not ended yet.
+ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
+
+
+def job_processes(job_id: str) -> list[str]:
+    """Processes that still run in Slurm job `job_id` (by SLURM_JOB_ID in their environment,
+    which every process of its steps inherits): 'PID COMMAND LINE' each."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+        if f"SLURM_JOB_ID={job_id}".encode() in environ and state != "Z":
+            found.append(f"{proc.name} {cmdline.strip()}")
+    return found
 
 
 def free_ports(count: int) -> list[int]:

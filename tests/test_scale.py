@@ -13,9 +13,9 @@ import pytest
 from nsysgen import plan
 from nsysgen.plan import RecordedTasks
 from nsysgen.targets import slurm
-from tests.conftest import REPO, RunCli
+from tests.conftest import RunCli
+from tests.test_analyze import GPU_SQLITE, fake_nsys
 
-GPU_SQLITE = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"
 HUGE = ["cluster=p5", "cluster.nodes=100000", "lints.max_profiled_ranks=1000000"]
 
 
@@ -130,14 +130,6 @@ def test_reasoning_on_patterns_agrees_with_enumeration(
         assert [t.task for t in tasks.between(2, 9)] == [t.task for t in every if 2 <= t.task <= 9]
 
 
-def fake_nsys(folder: Path, log: Path) -> Path:
-    """An nsys whose `export` logs its call and writes the GPU report's export to --output."""
-    tool = folder / "nsys"
-    tool.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\ncp "{GPU_SQLITE}" "$7"\n')
-    tool.chmod(0o755)
-    return tool
-
-
 @pytest.mark.slow
 def test_exports_are_cached_and_a_changed_report_is_exported_again(
     tmp_path: Path, run_cli: RunCli
@@ -172,12 +164,13 @@ def test_exports_are_cached_and_a_changed_report_is_exported_again(
 def test_dask_results_are_identical_to_the_single_process_path(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    for rank in range(3):
-        shutil.copy(GPU_SQLITE, reports / f"job_rank{rank}.sqlite")
     outputs = {}
     for how in (["--serial"], ["--workers", "2"]):
+        # Reports of their own: the second run must compute, not read the first one's cache.
+        reports = tmp_path / f"reports{how[0]}"
+        reports.mkdir()
+        for rank in range(3):
+            shutil.copy(GPU_SQLITE, reports / f"job_rank{rank}.sqlite")
         out = tmp_path / how[0].strip("-")
         result = run_cli("analyze", str(reports), *how, "--output", str(out))
         assert result.code == 0, result.err

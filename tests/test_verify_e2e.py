@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realparts import LocalCluster, python_workload
+from tests.realparts import ACTIVE, LocalCluster, python_workload
 
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
 
@@ -56,13 +56,6 @@ class Job:
     reports: Path
 
 
-def _state(cluster: LocalCluster, job_id: str) -> str:
-    out = subprocess.run(
-        ["scontrol", "show", "job", job_id], env=cluster.env, capture_output=True, text=True
-    ).stdout
-    return out.split("JobState=")[1].split()[0] if "JobState=" in out else "GONE"
-
-
 @pytest.fixture(scope="module")
 def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job]]:
     submitted: dict[str, Job] = {}
@@ -77,31 +70,21 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
             f"job.name={name}",
         )
         markers.mkdir()
-        proc = subprocess.run(
-            ["sbatch", "--parsable", "job.sbatch"],
-            cwd=folder,
-            env=local_cluster.env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        job_id = proc.stdout.strip().split(";")[0]
+        job_id = local_cluster.submit(folder / "job.sbatch")
         reports = local_cluster.shared_fs / "nsight-reports" / name
         submitted[name] = Job(folder, job_id, reports)
     started: dict[str, float] = {}
     cancelled = False
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        states = {name: _state(local_cluster, job.job_id) for name, job in submitted.items()}
+        states = {name: local_cluster.state(job.job_id)[0] for name, job in submitted.items()}
         for name, state in states.items():
             if state == "RUNNING":
                 started.setdefault(name, time.monotonic())
         if not cancelled and time.monotonic() - started.get("vf-cancel", 1e18) > CANCEL_AFTER_S:
             subprocess.run(["scancel", submitted["vf-cancel"].job_id], env=local_cluster.env)
             cancelled = True
-        if all(
-            s not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING") for s in states.values()
-        ):
+        if not ACTIVE.intersection(states.values()):
             break
         time.sleep(0.5)
     yield submitted

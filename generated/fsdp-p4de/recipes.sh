@@ -9,9 +9,11 @@
 #   newest in REPORT_DIR).
 #   REPORT_DIR defaults to /fsx/nsight-reports/fsdp-p4de; OUTPUT_DIR to REPORT_DIR/recipes.
 #   NSYS and QDSTRM_IMPORTER override where nsys 2024.4.1 and its importer are.
-#   Each recipe writes OUTPUT_DIR/<recipe>/; the recipes' Python packages go to OUTPUT_DIR/.venv.
-#   NSYSGEN_RECIPE_MODE=dask-futures runs the recipes' tasks on the Dask cluster that
-#   NSYS_DASK_SCHEDULER_FILE names (analyze.sbatch does); default: nsys's own (concurrent).
+#   Each recipe writes OUTPUT_DIR/<recipe>/.
+#   NSYSGEN_RECIPE_MODE=dask-futures runs the recipes' tasks on the Dask cluster at
+#   DASK_SCHEDULER_ADDRESS (analyze.sbatch does; its workers' Python needs the recipes'
+#   packages too); default: nsys's own (concurrent). NSYSGEN_RECIPE_PYTHON: a Python that has
+#   the recipes' packages (default: a venv in OUTPUT_DIR/.venv).
 set -euo pipefail
 
 nsys=${NSYS:-/fsx/nsight-systems/2024.4.1/target-linux-x64/nsys}
@@ -59,21 +61,38 @@ elif [ "$verified" -ne 0 ]; then
   exit 1
 fi
 
-# 3. The recipes need numpy, pandas, pyarrow (requirements/common.txt), in an environment of their own.
-venv="$out_dir/.venv"
-if [ ! -x "$venv/bin/python3" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/common.txt"
-fi
+# 3. The recipes need numpy, pandas, pyarrow (requirements/common.txt); nsys runs them with the
+#    python3 on PATH. That is NSYSGEN_RECIPE_PYTHON when set (analyze.sbatch sets its Dask
+#    workers' Python, which has them and the cluster's own Dask), else an environment of their
+#    own, made here with pip.
 mode=()
 if [ -n "${NSYSGEN_RECIPE_MODE:-}" ]; then
   mode=(--mode "$NSYSGEN_RECIPE_MODE")
-  if [ "$NSYSGEN_RECIPE_MODE" = dask-futures ] && [ ! -e "$venv/.dask" ]; then
+fi
+if [ -n "${NSYSGEN_RECIPE_PYTHON:-}" ]; then
+  if ! recipe_python=$(command -v -- "$NSYSGEN_RECIPE_PYTHON"); then
+    echo "recipes.sh: no Python $NSYSGEN_RECIPE_PYTHON (NSYSGEN_RECIPE_PYTHON)" >&2
+    exit 1
+  fi
+  case "$recipe_python" in /*) ;; *) recipe_python="$PWD/$recipe_python" ;; esac
+  bin="$out_dir/.python"
+  mkdir -p "$bin"
+  # shellcheck disable=SC2016 # "$@" belongs to the script written here
+  printf '#!/bin/bash\nexec %q "$@"\n' "$recipe_python" > "$bin/python3"
+  chmod +x "$bin/python3"
+else
+  venv="$out_dir/.venv"
+  if [ ! -x "$venv/bin/python3" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/common.txt"
+  fi
+  if [ "${NSYSGEN_RECIPE_MODE:-}" = dask-futures ] && [ ! -e "$venv/.dask" ]; then
     "$venv/bin/python3" -m pip install --quiet --requirement "$requirements/dask.txt"
     touch "$venv/.dask"
   fi
+  bin="$venv/bin"
 fi
-export PATH="$venv/bin:$PATH"
+export PATH="$bin:$PATH"
 
 # 4. Every recipe reads all reports of the job.
 echo "recipes.sh: nvtx_sum"

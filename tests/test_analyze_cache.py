@@ -1,0 +1,194 @@
+"""The analysis cache: a second `nsysgen analyze` of unchanged reports reads each report's
+result from `x.nsysgen-reduced.json`, starts no Dask cluster, keeps the plots whose data did not
+change, and writes exactly what a fresh analysis writes; whatever changed is computed again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsysgen import analyze_map, analyze_steps_plot
+from nsysgen.analyze_map import Task, reduced_file
+from tests.conftest import REPO, RunCli
+from tests.test_analyze import GPU_SQLITE, fake_nsys
+
+# Two ranks with steps on one H200, one late on some (issue 17's device reports).
+STEPPED = sorted((REPO / "tests" / "data" / "gpu" / "steps17").glob("s17-hiccup_*.sqlite"))
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def count_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the reports whose task runs (in this process: --serial)."""
+    ran: list[str] = []
+    real = analyze_map.run_task
+
+    def counted(task: Task) -> analyze_map.Reduced:
+        ran.append(task.export.stem)
+        return real(task)
+
+    monkeypatch.setattr(analyze_map, "run_task", counted)
+    return ran
+
+
+def reports_from_nsys(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Two .nsys-rep reports, a fake nsys that exports them (to the GPU report's export) and
+    the log of its calls."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for name in ("a", "b"):
+        (reports / f"job_rank{ord(name) - 97}_{name}.nsys-rep").write_bytes(
+            b"report " + name.encode()
+        )
+    log = tmp_path / "nsys.log"
+    return reports, fake_nsys(tmp_path, log), log
+
+
+@pytest.mark.slow
+def test_cached_run_imports_neither_dask_nor_matplotlib_and_writes_the_same(
+    tmp_path: Path,
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for rank in range(2):
+        shutil.copy(GPU_SQLITE, reports / f"job_rank{rank}.sqlite")
+    for export in STEPPED:
+        shutil.copy(export, reports)
+    probe = (
+        "import sys\nfrom nsysgen.cli import main\n"
+        "code = main(['analyze', sys.argv[1], '--workers', '2', '--output', sys.argv[2]])\n"
+        "print(code, *(m in sys.modules for m in ('distributed', 'matplotlib', 'hydra')))\n"
+    )
+
+    def run(out: Path) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, str(reports), str(out)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return proc.stdout.splitlines()[-1]
+
+    first = tmp_path / "first"
+    assert run(first) == "0 True True False"
+    assert len(list(reports.glob("*.nsysgen-reduced.json"))) == 4
+    written = {p.name: p.stat().st_mtime_ns for p in first.glob("*.png")}
+    assert sorted(written) == [
+        "heatmap_exposed_comm.png", "heatmap_step.png", "nccl_ncclAllReduce_by_size.png",
+        "nccl_ncclAllReduce_durations.png", "rank_breakdown.png",
+    ]  # fmt: skip
+    # The second run: every result and every plot from the cache, no cluster, no matplotlib.
+    assert run(first) == "0 False False False"
+    assert {p.name: p.stat().st_mtime_ns for p in first.glob("*.png")} == written
+    # And what it wrote is what an analysis from scratch writes.
+    fresh = tmp_path / "fresh"
+    shutil.copytree(reports, fresh, ignore=shutil.ignore_patterns("*.json"))
+    from_scratch = tmp_path / "scratch"
+    subprocess.run(
+        [sys.executable, "-m", "nsysgen", "analyze", str(fresh), "--serial", "--output",
+         str(from_scratch)], check=True, capture_output=True,
+    )  # fmt: skip
+    assert outputs(first) == outputs(from_scratch)
+
+
+def test_only_a_changed_report_is_computed_again(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports, tool, log = reports_from_nsys(tmp_path)
+    ran = count_tasks(monkeypatch)
+    out = tmp_path / "out"
+
+    def run() -> dict[str, bytes]:
+        result = run_cli("analyze", str(reports), "--nsys", str(tool), "--serial", "--output",
+                         str(out))  # fmt: skip
+        assert result.code == 0, result.err
+        return outputs(out)
+
+    first = run()
+    assert sorted(ran) == ["job_rank0_a", "job_rank1_b"]
+    assert run() == first and len(ran) == 2
+    # Same size, same mtime, other content: the report's key catches it; only b is redone.
+    changed = reports / "job_rank1_b.nsys-rep"
+    stat = changed.stat()
+    changed.write_bytes(b"report c")
+    os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert run() == first
+    assert ran[2:] == ["job_rank1_b"] and len(log.read_text().splitlines()) == 3
+    # An export replaced by hand (its report unchanged) is read again too.
+    export = reports / "job_rank0_a.sqlite"
+    shutil.copy(GPU_SQLITE, export)
+    os.utime(export, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert run() == first
+    assert ran[3:] == ["job_rank0_a"]
+
+
+def test_a_damaged_cache_or_other_code_is_computed_again(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for rank in range(2):
+        shutil.copy(GPU_SQLITE, reports / f"job_rank{rank}.sqlite")
+    ran = count_tasks(monkeypatch)
+    out = tmp_path / "out"
+
+    def run() -> dict[str, bytes]:
+        result = run_cli("analyze", str(reports), "--serial", "--output", str(out))
+        assert result.code == 0, result.err
+        return outputs(out)
+
+    first = run()
+    assert len(ran) == 2
+    cache = reduced_file(reports / "job_rank0.sqlite")
+    for damage in ("{not json", json.dumps({"key": json.loads(cache.read_text())["key"]}), "[]"):
+        cache.write_text(damage)
+        assert run() == first
+    assert ran[2:] == ["job_rank0"] * 3
+    assert json.loads(cache.read_text())["result"]["name"] == "job_rank0"
+    # Other reducing code (another nsysgen): every result is computed again.
+    monkeypatch.setattr(analyze_map, "code_digest", lambda: "another nsysgen")
+    assert run() == first
+    assert sorted(ran[5:]) == ["job_rank0", "job_rank1"]
+
+
+@pytest.mark.slow
+def test_a_plot_is_drawn_again_when_edited_removed_or_its_data_changed(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for export in STEPPED:
+        shutil.copy(export, reports)
+    out = tmp_path / "out"
+    drawn: list[str] = []
+    real = analyze_steps_plot.heatmap
+
+    def counted(summary: dict[str, object], field: str, title: str, folder: Path) -> Path | None:
+        drawn.append(field)
+        return real(summary, field, title, folder)
+
+    monkeypatch.setattr(analyze_steps_plot, "heatmap", counted)
+
+    def run(*extra: str) -> dict[str, bytes]:
+        result = run_cli("analyze", str(reports), "--serial", "--output", str(out), *extra)
+        assert result.code == 0, result.err
+        return outputs(out)
+
+    first = run()
+    assert drawn == ["step_ms", "exposed_comm_ms"]
+    assert run() == first and len(drawn) == 2
+    (out / "heatmap_step.png").write_bytes(b"edited")
+    (out / "heatmap_exposed_comm.png").unlink()
+    assert run() == first
+    assert drawn[2:] == ["step_ms", "exposed_comm_ms"]
+    # Other thresholds: another summary, so both heatmaps are drawn again.
+    run("--straggler-min-ms", "500")
+    assert drawn[4:] == ["step_ms", "exposed_comm_ms"]
