@@ -277,7 +277,7 @@ def map_reports(tasks: list[Task], where: Where, progress: Progress) -> list[Red
             progress.step()
     else:
         with _client(where, workers) as client:
-            done = _gather(client, [tasks[i] for i in due], progress)
+            done = gather_reports(client, [tasks[i] for i in due], progress)
         for i, result in zip(due, done, strict=True):
             results[i] = result
     finished = [r for r in results if r is not None]
@@ -317,7 +317,9 @@ def _client(where: Where, workers: int) -> Iterator[Any]:
         yield client
 
 
-def _gather(client: Any, tasks: list[Task], progress: Progress) -> list[Reduced]:
+def gather_reports(client: Any, tasks: list[Task], progress: Progress) -> list[Reduced]:
+    """Run the tasks on the client's cluster; each result is taken as it comes and released on
+    its worker, so a worker holds the results of its running tasks only."""
     from distributed import as_completed
 
     futures = client.map(run_task, tasks, pure=False)

@@ -28,6 +28,23 @@ def _ranks(summary: Summary) -> list[dict[str, object]]:
     return summary["ranks"]  # type: ignore[return-value]
 
 
+# A picture stays a picture at any scale: at most this many inches (a cell per step and rank
+# gets smaller, not the file bigger) and this many labelled ticks per axis.
+_MAX_WIDTH_IN, _MAX_HEIGHT_IN = 16.0, 10.0
+_MAX_TICKS = 40
+
+
+def _size(width: float, height: float) -> tuple[float, float]:
+    return min(width, _MAX_WIDTH_IN), min(height, _MAX_HEIGHT_IN)
+
+
+def _ticks(labels: list[str]) -> tuple[list[int], list[str]]:
+    """Every label while they fit, else every k-th (the first and the k-th after it ...)."""
+    every = -(-len(labels) // _MAX_TICKS)
+    kept = list(range(0, len(labels), every))
+    return kept, [labels[i] for i in kept]
+
+
 def heatmap(summary: Summary, field: str, title: str, out: Path) -> Path | None:
     ranks = [r for r in _ranks(summary) if r["steps"]]
     if not ranks:
@@ -41,11 +58,11 @@ def heatmap(summary: Summary, field: str, title: str, out: Path) -> Path | None:
                 grid[row][column[s["step"]]] = s[field]
     plt = _pyplot()
     figure, axis = plt.subplots(
-        figsize=(max(5.0, 0.45 * len(steps) + 2.5), max(2.5, 0.45 * len(ranks) + 1.5))
+        figsize=_size(max(5.0, 0.45 * len(steps) + 2.5), max(2.5, 0.45 * len(ranks) + 1.5))
     )
     image = axis.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest")
-    axis.set_xticks(range(len(steps)), [str(s) for s in steps], fontsize=8)
-    axis.set_yticks(range(len(ranks)), [str(r["rank"]) for r in ranks], fontsize=8)
+    axis.set_xticks(*_ticks([str(s) for s in steps]), fontsize=8)
+    axis.set_yticks(*_ticks([str(r["rank"]) for r in ranks]), fontsize=8)
     axis.set_xlabel("step (the first is warm-up)")
     axis.set_ylabel("rank")
     figure.colorbar(image, ax=axis, label="ms")
@@ -72,7 +89,7 @@ def rank_bars(summary: Summary, out: Path) -> Path | None:
     medians = [r["medians_without_first_step"] for r in ranks]
     gpu = all(m["compute_busy_ms"] is not None for m in medians)  # type: ignore[index]
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(max(5.0, 0.6 * len(ranks) + 3), 4))
+    figure, axis = plt.subplots(figsize=_size(max(5.0, 0.6 * len(ranks) + 3), 4))
     labels = [str(r["rank"]) for r in ranks]
     bottom = [0.0] * len(ranks)
     if not gpu:
@@ -86,6 +103,7 @@ def rank_bars(summary: Summary, out: Path) -> Path | None:
             values = [float(m[key] or 0) for m in medians]  # type: ignore[index]
             axis.bar(labels, values, bottom=bottom, color=color, label=label)
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    axis.set_xticks(*_ticks(labels))
     axis.set_xlabel("rank")
     axis.set_ylabel("median per step (ms)")
     axis.set_title("Where each rank's step goes (median over steps, first step left out)")

@@ -12,12 +12,14 @@ import csv
 import json
 import shutil
 import sqlite3
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nsysgen import analyze_steps_plot
 from nsysgen.steps import reduce_report
 from tests.conftest import REPO, CliResult
 
@@ -267,3 +269,32 @@ def test_device_figures_agree_with_nsys_stats(tmp_path: Path, run_cli: RunCli, j
         }
         for step in rank["steps"]:
             assert step["step_ms"] == pytest.approx(proj[f"step {step['step']}"], rel=0.01)
+
+
+def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
+    """1000 steps on 300 ranks: the heatmap and the bars keep their size (16 x 10 inches at the
+    most) and a readable number of tick labels, instead of a 50,000-pixel-wide image."""
+    ranks = [
+        {
+            "rank": rank,
+            "steps": [
+                {"step": s, "step_ms": 10.0 + (rank == 7), "source": "gpu"} for s in range(1000)
+            ],
+            "medians_without_first_step": {
+                "compute_busy_ms": 8.0,
+                "exposed_comm_ms": 1.0,
+                "other_ms": 0.5,
+                "idle_ms": 0.5,
+                "step_ms": 10.0,
+            },
+        }
+        for rank in range(300)
+    ]
+    summary: dict[str, object] = {"ranks": ranks}
+    for picture in (
+        analyze_steps_plot.heatmap(summary, "step_ms", "Step time", tmp_path),
+        analyze_steps_plot.rank_bars(summary, tmp_path),
+    ):
+        assert picture is not None
+        width, height = struct.unpack(">II", picture.read_bytes()[16:24])  # the PNG's IHDR
+        assert width <= 16 * 110 and height <= 10 * 110, (picture.name, width, height)
