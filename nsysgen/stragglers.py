@@ -81,6 +81,23 @@ def _per_step(
     return step_ms, comms
 
 
+def _with_median_of_others(times: dict[int, float]) -> list[tuple[int, float, float]]:
+    """(rank, value, median of the other ranks' values) for every rank, from one sort: without
+    the value at sorted position i, position j of the others is j, or j + 1 from i on."""
+    ordered = sorted((value, rank) for rank, value in times.items())
+    n = len(ordered) - 1  # the others
+    out = []
+    for i, (value, rank) in enumerate(ordered):
+
+        def at(j: int, i: int = i) -> float:
+            return ordered[j if j < i else j + 1][0]
+
+        middle = n // 2
+        median = at(middle) if n % 2 else (at(middle - 1) + at(middle)) / 2
+        out.append((rank, value, median))
+    return out
+
+
 def measure(ranks: list[RankTables]) -> Lateness:
     result = Lateness({}, {}, {}, 0, [])
     step_ms, comms = _per_step(ranks)
@@ -95,10 +112,8 @@ def measure(ranks: list[RankTables]) -> Lateness:
         common = min(counts)
         if not common:
             result.evidence[step] = "step-time"
-            times = step_ms[step]
-            for rank, value in times.items():
-                others = [v for r, v in times.items() if r != rank]
-                late[(rank, step)] = max(0.0, value - statistics.median(others))
+            for rank, value, others in _with_median_of_others(step_ms[step]):
+                late[(rank, step)] = max(0.0, value - others)
             continue
         result.evidence[step] = "collectives"
         for rank in by_rank:
@@ -124,11 +139,14 @@ def find(
         for row in t.steps:
             step_ms[row.step].append(row.step_ms)
     judged = sorted(s for s in lateness.evidence if s != min(step_ms, default=0))
+    by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for (rank, step), value in lateness.late_ms.items():
+        by_step[step].append((rank, value))
     late: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for step in judged:
         bar = max(thresholds.min_ms, thresholds.min_fraction * statistics.median(step_ms[step]))
-        for (rank, s), value in lateness.late_ms.items():
-            if s == step and value > bar:
+        for rank, value in by_step[step]:
+            if value > bar:
                 late[rank].append((step, value))
     found = []
     for rank, items in late.items():
