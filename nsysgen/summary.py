@@ -136,7 +136,9 @@ def build(
 def write(summary: dict[str, object], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     target = out / "summary.json"
-    target.write_text(json.dumps(summary, indent=1) + "\n")
+    # One line: json's C encoder only writes unindented JSON, and a summary of 1000 ranks x 1000
+    # steps holds a million step rows (steps.csv has them for reading).
+    target.write_text(json.dumps(summary) + "\n")
     written = [target]
     ranks: list[dict[str, object]] = summary["ranks"]  # type: ignore[assignment]
     step_columns = ["step", "source", "cpu_ms", *STEP_FIELDS, "wait_ms", "late_ms", "kernels"]
