@@ -257,9 +257,14 @@ def test_device_runs_name_the_injected_stragglers(tmp_path: Path, run_cli: RunCl
 @pytest.mark.slow
 @pytest.mark.parametrize("job", ["clean", "slow", "hiccup"])
 def test_device_figures_agree_with_nsys_stats(tmp_path: Path, run_cli: RunCli, job: str) -> None:
-    summary = device_summary(tmp_path, run_cli, job)
+    assert_agrees_with_nsys_stats(device_summary(tmp_path, run_cli, job), DEVICE / "nsys-stats")
+
+
+def assert_agrees_with_nsys_stats(summary: dict[str, Any], stats_dir: Path) -> None:
+    """Each rank's kernel total and every step's GPU time, against nsys's own cuda_gpu_kern_sum
+    and nvtx_gpu_proj_sum of the same report (CSV files named after the report in stats_dir)."""
     for rank in summary["ranks"]:
-        stats = DEVICE / "nsys-stats" / rank["report"]
+        stats = stats_dir / rank["report"]
         kern = list(csv.DictReader(Path(f"{stats}_cuda_gpu_kern_sum.csv").read_text().splitlines()))
         total_ms = sum(int(r["Total Time (ns)"]) for r in kern) / MS
         assert rank["totals"]["kernel_ms"] == pytest.approx(total_ms, rel=0.01)

@@ -15,7 +15,6 @@ runs on the issue-8 exports that are in the repository.
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import lzma
@@ -28,6 +27,7 @@ import pytest
 from nsysgen.analyze import read_calls
 from nsysgen.steps import reduce_report
 from tests.conftest import REPO, RunCli
+from tests.test_steps import assert_agrees_with_nsys_stats
 
 DATA = REPO / "tests" / "data" / "gpu" / "nccl17"
 GPU = REPO / "tests" / "data" / "gpu"
@@ -129,19 +129,7 @@ def test_rank_late_on_two_steps_is_a_hiccup_on_exactly_those(
 @pytest.mark.slow
 @pytest.mark.parametrize("job", ["clean", "slow", "hiccup"])
 def test_device_figures_agree_with_nsys_stats(tmp_path: Path, run_cli: RunCli, job: str) -> None:
-    summary = device_summary(tmp_path, run_cli, job)
-    for rank in summary["ranks"]:
-        stats = DATA / "nsys-stats" / rank["report"]
-        kern = list(csv.DictReader(Path(f"{stats}_cuda_gpu_kern_sum.csv").read_text().splitlines()))
-        total_ms = sum(int(r["Total Time (ns)"]) for r in kern) / MS
-        assert rank["totals"]["kernel_ms"] == pytest.approx(total_ms, rel=0.01)
-        assert rank["totals"]["kernels"] == sum(int(r["Instances"]) for r in kern)
-        proj = {
-            r["Range"].lstrip(":"): int(r["Total Proj Time (ns)"]) / MS
-            for r in csv.DictReader(Path(f"{stats}_nvtx_gpu_proj_sum.csv").read_text().splitlines())
-        }
-        for row in rank["steps"]:
-            assert row["step_ms"] == pytest.approx(proj[f"step {row['step']}"], rel=0.01)
+    assert_agrees_with_nsys_stats(device_summary(tmp_path, run_cli, job), DATA / "nsys-stats")
 
 
 @pytest.mark.parametrize("name", ["nccl-allreduce.sqlite", "nccl-allreduce-blobs.sqlite"])

@@ -8,17 +8,13 @@
 #    does with gen_shape=true: the NVTX names of its optimizer steps.
 # Trimmed exports of both are tests/data/gpu/*-2025.3.1.sqlite.
 #   mkdir -p .cache/efa/debs && (cd .cache/efa/debs && apt-get download libdw1 libelf1)
-#   cp bench/gpu/efa_probe.sh .cache/efa/ && run(carry=[.cache/efa], command=.cache/efa/efa_probe.sh)
+#   cp bench/gpu/efa_probe.sh bench/gpu/nsys-env.sh .cache/efa/ && run(carry=[.cache/efa], command=.cache/efa/efa_probe.sh)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-libs=/tmp/efa-libs
-for deb in "$here"/debs/*.deb; do dpkg -x "$deb" "$libs"; done
-export LD_LIBRARY_PATH=$libs/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-H=/opt/nvidia/nsight-compute/2025.3.1/host
-export PATH=$H/linux-desktop-glibc_2_11_3-x64:$PATH
-NSYS=$H/target-linux-x64/nsys
-PLUG=$H/target-linux-x64/plugins/efa_metrics
+# shellcheck source=nsys-env.sh source-path=SCRIPTDIR
+. "$here/nsys-env.sh" "$here/debs"
+PLUG=$NSYS_HOST/target-linux-x64/plugins/efa_metrics
 exec > >(tee "$out/log.txt") 2>&1
 fake=/tmp/fakeib
 names="rdma_read_bytes rdma_read_resp_bytes rdma_read_wrs rdma_write_bytes rdma_write_recv_bytes rdma_write_wrs recv_bytes recv_wrs rx_bytes rx_drops rx_pkts send_bytes send_wrs tx_bytes tx_pkts lifespan"

@@ -6,16 +6,13 @@
 # A torch loop of small kernels (a launch-bound training step's shape) is profiled for 2, 8 and
 # 24 s; each report is exported once. Prints one JSON line per export; writes export-rate.json.
 #   mkdir -p .cache/exp/debs && (cd .cache/exp/debs && apt-get download libdw1 libelf1)
-#   cp bench/gpu/export_rate.sh .cache/exp/ && run(carry=[.cache/exp], command=.cache/exp/export_rate.sh)
+#   cp bench/gpu/export_rate.sh bench/gpu/nsys-env.sh .cache/exp/ && run(carry=[.cache/exp], command=.cache/exp/export_rate.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-libs=/tmp/exp-libs
-for deb in "$here"/debs/*.deb; do dpkg -x "$deb" "$libs"; done
-export LD_LIBRARY_PATH=$libs/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-H=/opt/nvidia/nsight-compute/2025.3.1/host
-export PATH=$H/linux-desktop-glibc_2_11_3-x64:$PATH
-nsys=$H/target-linux-x64/nsys
+# shellcheck source=nsys-env.sh source-path=SCRIPTDIR
+. "$here/nsys-env.sh" "$here/debs"
+nsys=$NSYS
 repo=$PWD
 work=/tmp/export-rate && rm -rf "$work" && mkdir -p "$work" && cd "$work"
 cat > loop.py <<'PY'
