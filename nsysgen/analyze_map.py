@@ -62,6 +62,7 @@ class Task:
     nsys: str | None  # set when the export must be (re)made
     warning: str = ""
     cached: Reduced | None = None  # the result, from the cache: nothing left to do
+    result_key: dict[str, Any] | None = None  # the cached result's key, when cached
 
 
 def key_file(report: Path) -> Path:
@@ -177,15 +178,17 @@ def plan_tasks(path: Path, nsys: str | None) -> list[Task]:
     for report, export in report_sources(path):
         if report is None:
             assert export is not None
-            cached = load_reduced(export, reduced_key(None, export, None))
-            tasks.append(Task(None, export, None, cached=cached))
+            result = reduced_key(None, export, None)
+            cached = load_reduced(export, result)
+            tasks.append(Task(None, export, None, cached=cached, result_key=result))
             continue
         target = export or report.with_suffix(".sqlite")
         key = report_key(report)
         state = cache_state(report, export, key)
         if state == "valid":
-            cached = load_reduced(report, reduced_key(report, target, key))
-            tasks.append(Task(report, target, None, cached=cached))
+            result = reduced_key(report, target, key)
+            cached = load_reduced(report, result)
+            tasks.append(Task(report, target, None, cached=cached, result_key=result))
             continue
         if state == "stale":
             try:
@@ -202,6 +205,18 @@ def plan_tasks(path: Path, nsys: str | None) -> list[Task]:
     if not tasks:
         raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
     return tasks
+
+
+def result_key(task: Task) -> dict[str, Any] | None:
+    """The key its result is cached under now (after the run: a fresh export's too); None for
+    a task whose result is not cached (an old export read without nsys)."""
+    if task.warning:
+        return None
+    if task.result_key is not None:
+        return task.result_key
+    if task.report is None:
+        return reduced_key(None, task.export, None)
+    return reduced_key(task.report, task.export, report_key(task.report))
 
 
 def run_task(task: Task) -> Reduced:

@@ -10,10 +10,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from nsysgen import analyze_map, analyze_steps_plot
+from nsysgen import analyze_map, analyze_record, analyze_steps_plot, steps_cli
 from nsysgen.analyze_map import Task, reduced_file
 from tests.conftest import REPO, RunCli
 from tests.test_analyze import GPU_SQLITE, fake_nsys
@@ -23,7 +24,12 @@ STEPPED = sorted((REPO / "tests" / "data" / "gpu" / "steps17").glob("s17-hiccup_
 
 
 def outputs(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    """What an analysis wrote (its run record names the reports' keys, which differ by copy)."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != analyze_record.RECORD
+    }
 
 
 def count_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -192,3 +198,54 @@ def test_a_plot_is_drawn_again_when_edited_removed_or_its_data_changed(
     # Other thresholds: another summary, so both heatmaps are drawn again.
     run("--straggler-min-ms", "500")
     assert drawn[4:] == ["step_ms", "exposed_comm_ms"]
+
+
+@pytest.mark.slow
+def test_an_unchanged_analysis_is_replayed_and_anything_changed_runs_again(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every result cached and OUT as the last run left it, the run is replayed from
+    OUT/.nsysgen-run.json: the same lines and exit code, nothing computed or written. A changed
+    option, baseline, report or output file runs the analysis again."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for export in STEPPED:
+        shutil.copy(export, reports)
+    out = tmp_path / "out"
+    analysed: list[int] = []
+    real = steps_cli.run
+
+    def counted(*args: Any) -> tuple[list[Path], int]:
+        analysed.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(steps_cli, "run", counted)
+
+    def run(*extra: str) -> tuple[str, dict[str, bytes]]:
+        result = run_cli("analyze", str(reports), "--serial", "--output", str(out), *extra)
+        assert result.code == 0, result.err
+        return result.out, outputs(out)
+
+    first = run()
+    assert run() == first and len(analysed) == 1  # replayed
+    run("--straggler-min-ms", "500")
+    assert len(analysed) == 2
+    assert run() == first and len(analysed) == 3  # the options of the first run again
+    (out / "summary.json").write_text("{}")
+    assert run() == first and len(analysed) == 4
+    (out / "steps.csv").unlink()
+    assert run() == first and len(analysed) == 5
+    baseline = tmp_path / "baseline"
+    shutil.copytree(out, baseline)
+    run("--baseline", str(baseline))
+    assert len(analysed) == 6
+    run("--baseline", str(baseline))
+    assert len(analysed) == 6
+    summary = json.loads((baseline / "summary.json").read_text())
+    summary["ranks"] = []
+    (baseline / "summary.json").write_text(json.dumps(summary))
+    run("--baseline", str(baseline))
+    assert len(analysed) == 7
+    export = sorted(reports.glob("*.sqlite"))[0]
+    os.utime(export, ns=(export.stat().st_atime_ns, export.stat().st_mtime_ns + 10**9))
+    assert run() == first and len(analysed) == 8

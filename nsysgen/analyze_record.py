@@ -1,0 +1,121 @@
+"""A whole analysis, replayed when nothing it depends on changed.
+
+When every report's result comes from the cache, the rest of `nsysgen analyze` (ranks, steps,
+stragglers, summary.json, CSVs, pictures, the baseline gate) would compute what is already in
+OUT. OUT/.nsysgen-run.json records what a run depended on (the code, every report's cached
+result key, the options and the bytes of --nccl-tests-log and --baseline), the digest of each
+file it wrote, the lines it printed and its exit code. A later run with the same key replays the
+lines and the exit code if every recorded file is still there, byte for byte; anything else
+(a changed option, report or file, an edited or missing output) runs the analysis again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nsysgen.analyze_map import code_digest
+
+RECORD = ".nsysgen-run.json"
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _input_digest(path: Path | None) -> str | None:
+    """The bytes of an input file (a --baseline folder: its summary.json)."""
+    if path is None:
+        return None
+    target = path / "summary.json" if path.is_dir() else path
+    try:
+        return _file_digest(target)
+    except OSError:
+        return "unreadable"
+
+
+def run_key(result_keys: list[Any], options: dict[str, Any], inputs: list[Path | None]) -> str:
+    """What a run's outputs depend on, as one digest."""
+    text = json.dumps(
+        [code_digest(), result_keys, options, [_input_digest(p) for p in inputs]],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def replay(out: Path, key: str) -> tuple[list[str], int] | None:
+    """The printed lines and exit code of the recorded run with this key, if its outputs are
+    all still as it wrote them; else None (run the analysis)."""
+    try:
+        saved = json.loads((out / RECORD).read_text())
+        if saved["key"] != key:
+            return None
+        for name, digest in saved["outputs"].items():
+            path = out / name
+            if Path(name).is_absolute() or ".." in Path(name).parts or not path.is_file():
+                return None
+            if _file_digest(path) != digest:
+                return None
+        lines, code = saved["lines"], saved["code"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(code, int) or not all(isinstance(line, str) for line in lines):
+        return None
+    return lines, code
+
+
+def save(out: Path, key: str, outputs: list[Path], lines: list[str], code: int) -> None:
+    """Record a run (best effort, atomic); outputs outside OUT make it unrecordable."""
+    names: dict[str, str] = {}
+    root = out.resolve()
+    for path in outputs:
+        try:
+            name = path.resolve().relative_to(root).as_posix()
+            names[name] = _file_digest(path)
+        except (ValueError, OSError):
+            return
+    target = out / RECORD
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    data = {"key": key, "outputs": names, "lines": lines, "code": code}
+    try:
+        partial.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        partial.replace(target)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
+class _Tee(io.TextIOBase):
+    """Writes through to `stream` and keeps every complete line."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.buffer_text = ""
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        self.buffer_text += text
+        *done, self.buffer_text = self.buffer_text.split("\n")
+        self.lines.extend(done)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+@contextlib.contextmanager
+def captured() -> Iterator[list[str]]:
+    """Print as usual, and collect the lines printed (the list fills as they come)."""
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        yield tee.lines
+    if tee.buffer_text:
+        tee.lines.append(tee.buffer_text)
