@@ -190,7 +190,7 @@ def test_efa_rows_of_a_real_report() -> None:
     ]
     found = check_contents(expect, failed, True)
     assert found.problems == ["no EFA metrics although this report should hold them"]
-    assert found.causes[0].startswith("nsys says: Plugin exited with code 1. the efa_metrics")
+    assert found.causes[0].startswith('nsys says "Plugin exited with code 1.": the efa_metrics')
     assert check_contents(expect, failed, False).status == "ok"
     assert check_contents(expect, sampled, False).problems == [
         "EFA metrics in a report that should not collect them"

@@ -497,7 +497,7 @@ def _check_efa(collectors: bool, contents: Contents, found: Finding) -> None:
         found.problems.append("no EFA metrics although this report should hold them")
         failed = "; ".join(contents.plugin_failures)
         found.causes.append(
-            (f"nsys says: {failed} " if failed else "")
+            (f'nsys says "{failed}": ' if failed else "")
             + "the efa_metrics plugin found no EFA device (nic_sampler reads "
             "/sys/class/infiniband/<device>/ports/<port>/hw_counters: on EKS mount it into the "
             "container or pass -efa-sysfs), or the plugin is missing from this nsys build"
