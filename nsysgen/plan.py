@@ -9,6 +9,7 @@ lint does not grow with the job: 100,000 nodes cost what 2 do. Names are expande
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -19,10 +20,16 @@ from nsysgen import nsys_cmd
 from nsysgen.estimate import SizeEstimate, estimate_report_size
 from nsysgen.model import Config
 from nsysgen.overhead import SlowdownEstimate, estimate_slowdown
+from nsysgen.verify_core import expand_parts
 
 if TYPE_CHECKING:
     from nsysgen.targets.base import Target
 
+# Stand-ins for (task, node, local) that no report name holds by chance (checked on probes).
+_SENTINELS = (
+    (9_100_000_019, 9_200_000_029, 9_300_000_039),
+    (8_101_234_567, 8_202_345_678, 8_303_456_789),
+)
 _PLACEHOLDER = re.compile(r"%q\{([^}]*)\}|%[hpn%]")
 
 
@@ -169,6 +176,27 @@ class RecordedTasks:
             self.name_of(0, 1, 0) != base,
             self.name_of(0, 0, 1) != base,
         )
+
+    def name_pattern(self) -> list[str | int] | None:
+        """A grid's report file name as literal text and coordinates (0 task, 1 node, 2 local),
+        read off one name built with sentinel coordinates; None for a list, an empty grid, or
+        when no sentinel gives a pattern that rebuilds the first, a middle and the last name."""
+        if self.listed is not None or not len(self):
+            return None
+        probes = [self[0], self[len(self) // 2], self[-1]]
+        for sentinel in _SENTINELS:
+            name = posixpath.basename(self.name_of(*sentinel))
+            pieces = re.split("(" + "|".join(map(str, sentinel)) + ")", name)
+            parts: list[str | int] = [
+                sentinel.index(int(piece)) if i % 2 else piece for i, piece in enumerate(pieces)
+            ]
+            parts = [part for part in parts if part != ""]
+            if all(
+                expand_parts(parts, (t.task, t.node, t.local)) == posixpath.basename(t.report)
+                for t in probes
+            ):
+                return parts
+        return None
 
     def collisions(self) -> tuple[int, str, int]:
         """(names shared by several tasks, an example, how many tasks share it), from the name

@@ -16,11 +16,11 @@ from dataclasses import asdict
 from typing import Any
 
 from nsysgen.model import Config
-from nsysgen.plan import ProfilePlan, RecordedTasks, build_plan
+from nsysgen.plan import ProfilePlan, build_plan
 from nsysgen.render import ArtifactSpec
 from nsysgen.resources import PACKAGE_DIR
 from nsysgen.targets import TARGETS
-from nsysgen.verify_core import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN, expand_parts
+from nsysgen.verify_core import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
 from nsysgen.workloads import workload_kind
 
 VERIFY_SCRIPT = "nsysgen-verify.py"
@@ -64,39 +64,12 @@ def _unit(config: Config) -> str:
     return unit
 
 
-# Stand-ins for (task, node, local) that no report name holds by chance (checked on probes).
-_SENTINELS = (
-    (9_100_000_019, 9_200_000_029, 9_300_000_039),
-    (8_101_234_567, 8_202_345_678, 8_303_456_789),
-)
-
-
-def _name_parts(recorded: RecordedTasks) -> list[str | int] | None:
-    """The grid's report name as literal text and coordinates (0 task, 1 node, 2 local), taken
-    from one name built with sentinel coordinates; None if no sentinel gives a pattern that
-    rebuilds the real names of the first, a middle and the last task."""
-    probes = [recorded[0], recorded[len(recorded) // 2], recorded[-1]]
-    for sentinel in _SENTINELS:
-        name = posixpath.basename(recorded.name_of(*sentinel))
-        pieces = re.split("(" + "|".join(map(str, sentinel)) + ")", name)
-        parts: list[str | int] = [
-            sentinel.index(int(piece)) if i % 2 else piece for i, piece in enumerate(pieces)
-        ]
-        parts = [part for part in parts if part != ""]
-        if all(
-            expand_parts(parts, (t.task, t.node, t.local)) == posixpath.basename(t.report)
-            for t in probes
-        ):
-            return parts
-    return None
-
-
 def _report_groups(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     """The expected reports, in constant size: a grid (every node of a range, times some local
     ids) as its shape and a name pattern, which verify expands; a short list as it is."""
     recorded = plan.recorded
     unit = _unit(config)
-    parts = _name_parts(recorded) if recorded.listed is None and len(recorded) else None
+    parts = recorded.name_pattern()
     if parts is None:
         tasks = [
             [t.task, t.node, t.local, posixpath.basename(t.report), t.collectors] for t in recorded

@@ -32,6 +32,15 @@ def outputs(folder: Path) -> dict[str, bytes]:
     }
 
 
+def stepped_reports(tmp_path: Path) -> Path:
+    """A folder with copies of the two-rank stepped device exports."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for export in STEPPED:
+        shutil.copy(export, reports)
+    return reports
+
+
 def count_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the reports whose task runs (in this process: --serial)."""
     ran: list[str] = []
@@ -169,10 +178,7 @@ def test_a_damaged_cache_or_other_code_is_computed_again(
 def test_a_plot_is_drawn_again_when_edited_removed_or_its_data_changed(
     tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    for export in STEPPED:
-        shutil.copy(export, reports)
+    reports = stepped_reports(tmp_path)
     out = tmp_path / "out"
     drawn: list[str] = []
     real = analyze_steps_plot.heatmap
@@ -207,10 +213,7 @@ def test_an_unchanged_analysis_is_replayed_and_anything_changed_runs_again(
     """With every result cached and OUT as the last run left it, the run is replayed from
     OUT/.nsysgen-run.json: the same lines and exit code, nothing computed or written. A changed
     option, baseline, report or output file runs the analysis again."""
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    for export in STEPPED:
-        shutil.copy(export, reports)
+    reports = stepped_reports(tmp_path)
     out = tmp_path / "out"
     analysed: list[int] = []
     real = steps_cli.run
