@@ -187,7 +187,8 @@ def _slows_the_job(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str
             "capture.ranks",
             f"recording {len(plan.recorded)} of {plan.world_size} ranks is expected to slow the "
             f"whole job by ~{slowdown.job_percent:g} % outside the window (more than "
-            f"{THRESHOLD_PERCENT:g} %): {slowdown.basis}",
+            f"{THRESHOLD_PERCENT:g} %): {slowdown.basis}; what the measurements support: "
+            + "; ".join(slowdown.remedies),
         )
 
 

@@ -61,6 +61,11 @@ def estimate_slowdown(
         "start the window early (capture.first_step) and end the job soon after it: the "
         "cost lasts as long as the process runs under nsys",
         "capture the step in a CUDA graph: one launch instead of thousands (4.7x faster "
-        "steps measured; nsys still added about 12 % to the graph replay)",
+        "steps measured; nsys still added about 9 % to the graph replay)",
+        # Issue 20's third device call, 4 runs: node-level graph tracing removed the cost
+        # before the window but not after it, so it is offered, not generated.
+        "with a CUDA graph, capture.extra_args=['--cuda-graph-trace=node'] removed the cost "
+        "before the window (-1.8 %, window exact) but not after it (+9 %), and slows the "
+        "window itself (+39 %) with a 13x larger report",
     )
     return SlowdownEstimate(round(rank, 2), round(rank, 2), paid_by, basis, remedies)

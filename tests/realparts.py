@@ -76,10 +76,18 @@ class LocalCluster:
     def state(self, job_id: str) -> tuple[str, str]:
         """The job's (JobState, ExitCode), e.g. ("COMPLETED", "0:0"); ("GONE", "") once Slurm
         forgot it."""
-        out = subprocess.run(
-            ["scontrol", "show", "job", job_id], env=self.env, capture_output=True, text=True
-        ).stdout
-        fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+        for _ in range(20):
+            proc = subprocess.run(
+                ["scontrol", "show", "job", job_id], env=self.env, capture_output=True, text=True
+            )
+            if proc.returncode == 0 or "Invalid job id" in proc.stderr:
+                break
+            # slurmctld did not answer in time (a loaded machine): ask again rather than take
+            # the job for ended.
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"scontrol show job {job_id}: {proc.stderr}")
+        fields = dict(f.split("=", 1) for f in proc.stdout.split() if "=" in f)
         return fields.get("JobState", "GONE"), fields.get("ExitCode", "")
 
     def wait(self, job_id: str, timeout: float = 300) -> tuple[str, str]:

@@ -184,3 +184,11 @@ def test_calibration_is_what_the_fit_gives() -> None:
     stored = json.loads((REPO / "nsysgen" / "calibration.json").read_text())
     assert model == stored
     assert len(errors) == 10 and stored["max_abs_error_percent"] < 25
+
+
+def test_slowdown_lint_names_the_measured_remedies(run_cli: RunCli) -> None:
+    result = run_cli("plan", "workload=fsdp", "workload.estimate.kernels_per_second=20000")
+    assert result.code == 0, result.err
+    warning = next(line for line in result.out.splitlines() if "NSG012" in line)
+    assert "what the measurements support: record fewer ranks (capture.ranks)" in warning
+    assert "capture.extra_args=['--cuda-graph-trace=node']" in warning

@@ -46,7 +46,7 @@ JOBS = {
         ],
     ),
 }
-CANCEL_AFTER_S = 12
+CANCEL_AFTER_S = 8  # seconds of capture before vf-cancel is cancelled
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,21 @@ class Job:
     folder: Path
     job_id: str
     reports: Path
+    cluster: LocalCluster
+
+    def context(self) -> str:
+        """What a failed assertion needs to be understood from CI's output alone: the job's
+        final state, the files nsys left, and the job log."""
+        state = self.cluster.state(self.job_id)
+        files = sorted(
+            str(p.relative_to(self.reports)) for p in self.reports.rglob("*") if p.is_file()
+        )
+        marks = {m.name: m.read_text() for m in sorted((self.folder / "markers").glob("*"))}
+        log = self.cluster.log(self.folder, self.job_id)
+        return (
+            f"\n--- job {self.job_id}: {state}; files: {files}\n--- markers: {marks}"
+            f"\n--- log:\n{log[-6000:]}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -72,21 +87,34 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
         markers.mkdir()
         job_id = local_cluster.submit(folder / "job.sbatch")
         reports = local_cluster.shared_fs / "nsight-reports" / name
-        submitted[name] = Job(folder, job_id, reports)
-    started: dict[str, float] = {}
+        submitted[name] = Job(folder, job_id, reports, local_cluster)
+    # vf-cancel is cancelled a while after *both* its recorded tasks began capturing (nsys
+    # creates the task's .qdstrm in its temp folder when the capture starts), not after a
+    # fixed time from RUNNING: on a loaded machine nsys can take longer than that to start.
+    cancel = submitted["vf-cancel"]
+    capture_dirs = [
+        cancel.reports / ".nsysgen" / f"job{cancel.job_id}" / f"task{t}" for t in (0, 2)
+    ]
+    capturing_since: float | None = None
     cancelled = False
-    deadline = time.monotonic() + 240
+    states: dict[str, str] = {}
+    deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         states = {name: local_cluster.state(job.job_id)[0] for name, job in submitted.items()}
-        for name, state in states.items():
-            if state == "RUNNING":
-                started.setdefault(name, time.monotonic())
-        if not cancelled and time.monotonic() - started.get("vf-cancel", 1e18) > CANCEL_AFTER_S:
-            subprocess.run(["scancel", submitted["vf-cancel"].job_id], env=local_cluster.env)
+        if capturing_since is None and all(any(d.glob("*.qdstrm")) for d in capture_dirs):
+            capturing_since = time.monotonic()
+        capturing = 0.0 if capturing_since is None else time.monotonic() - capturing_since
+        if not cancelled and capturing > CANCEL_AFTER_S:
+            subprocess.run(["scancel", cancel.job_id], env=local_cluster.env)
             cancelled = True
         if not ACTIVE.intersection(states.values()):
             break
         time.sleep(0.5)
+    unfinished = {name: state for name, state in states.items() if state in ACTIVE}
+    assert not unfinished and cancelled, (
+        f"still running after 420 s: {unfinished}; vf-cancel cancelled: {cancelled}"
+        + "".join(job.context() for job in submitted.values())
+    )
     yield submitted
 
 
@@ -108,7 +136,7 @@ def copy_reports(job: Job, tmp_path: Path) -> Path:
 def test_complete_job_verifies(jobs: dict[str, Job], run_cli) -> None:  # type: ignore[no-untyped-def]
     job = jobs["vf-complete"]
     result = run_cli("verify", str(job.folder), "--json")
-    assert result.code == 0, result.out + result.err
+    assert result.code == 0, result.out + result.err + job.context()
     data = json.loads(result.out)
     assert data["job_id"] == job.job_id and data["complete"] is True
     assert [(r["label"], r["node"], r["status"]) for r in data["reports"]] == [
@@ -125,9 +153,9 @@ def test_deleted_rank_is_named_with_its_node(jobs: dict[str, Job], tmp_path: Pat
         path.unlink()
     proc = verify(job, "--reports", str(reports))
     print(proc.stdout)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr + job.context()
     assert "rank 3  node2 (1)  MISSING" in proc.stdout
-    assert "rank 0  node1 (0)  OK" in proc.stdout
+    assert "rank 0  node1 (0)  OK" in proc.stdout, proc.stdout + job.context()
     assert "verify: INCOMPLETE: 1 of 2 reports missing or wrong, 0 unexpected" in proc.stdout
 
 
@@ -140,17 +168,20 @@ def test_stray_reports_are_flagged(jobs: dict[str, Job], tmp_path: Path) -> None
     shutil.copy(rank0, reports / "notes.nsys-rep")
     proc = verify(job, "--reports", str(reports), "--job-id", job.job_id)
     print(proc.stdout)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr + job.context()
     assert "problem: task 1 recorded but should not" in proc.stdout
     assert "problem: a report of another job (999999)" in proc.stdout
     assert "problem: not a report name of this setup" in proc.stdout
-    assert "verify: INCOMPLETE: 0 of 2 reports missing or wrong, 3 unexpected" in proc.stdout
+    assert "verify: INCOMPLETE: 0 of 2 reports missing or wrong, 3 unexpected" in proc.stdout, (
+        proc.stdout + job.context()
+    )
 
 
 def test_window_after_the_last_step_was_never_reached(jobs: dict[str, Job]) -> None:
-    proc = verify(jobs["vf-late"])
+    job = jobs["vf-late"]
+    proc = verify(job)
     print(proc.stdout)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr + job.context()
     assert "rank 1  node1 (0)  MISSING" in proc.stdout
     assert (
         "likely cause: window never reached: the program ended before the window opened "
@@ -166,8 +197,8 @@ def test_cancelled_mid_capture_keeps_its_reports_and_says_what_is_lost(
     print(proc.stdout)
     # Both reports survive the cancel (nsys writes them on SIGTERM); the capture is shorter
     # than asked, and verify says so, with the cause from the job's log.
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.count(" WRONG ") == 2, proc.stdout
+    assert proc.returncode == 1, proc.stdout + proc.stderr + job.context()
+    assert proc.stdout.count(" WRONG ") == 2, proc.stdout + job.context()
     assert "asked 40 s" in proc.stdout
     assert "likely cause: the job was cancelled" in proc.stdout
     assert "likely cause: the program ended (or the job was stopped) before the window" in (
@@ -185,9 +216,9 @@ def test_time_limit_signal_lets_nsys_write_the_report(jobs: dict[str, Job]) -> N
     proc = verify(job)
     print(proc.stdout)
     if proc.returncode == 0:
-        assert "rank 2  node2 (1)  OK" in proc.stdout
+        assert "rank 2  node2 (1)  OK" in proc.stdout, proc.stdout + job.context()
     else:
-        assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "rank 2  node2 (1)  UNREADABLE" in proc.stdout, proc.stdout
+        assert proc.returncode == 1, proc.stdout + proc.stderr + job.context()
+        assert "rank 2  node2 (1)  UNREADABLE" in proc.stdout, proc.stdout + job.context()
         assert "problem: only a .qdstrm, which does not convert" in proc.stdout
         assert "likely cause: nsys was killed while capturing or writing" in proc.stdout
