@@ -25,7 +25,9 @@ from tests.realparts import LocalCluster, job_processes
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
 
 NAME = "e2e-analyze-sbatch"
-PROGRAM = ["--steps=8", "--step-seconds=0.05", "--sleep-rank=3", "--sleep-steps=3,6",
+# --idle: the steps sleep, so 4 ranks on 2 cores do not steal each other's time and no rank
+# but the planted one is late by more than the straggler bar (25 % of a 50 ms step).
+PROGRAM = ["--steps=8", "--step-seconds=0.05", "--idle", "--sleep-rank=3", "--sleep-steps=3,6",
            "--sleep-ms=150"]  # fmt: skip
 # Dask's wait for the workers: long enough for a loaded machine, short enough to fail a test.
 SUBMIT_ENV = {"NSYSGEN_DASK_WAIT_S": "120"}

@@ -23,7 +23,9 @@ def test_cpu_reports_name_the_sleeping_rank(
     barriers = local_cluster.shared_fs / "jobs" / name / "barriers"
     folder = local_cluster.compile_program(
         name,
-        ["--steps=8", "--step-seconds=0.05", f"--barrier-dir={barriers}",
+        # --idle: 16 ranks sleep through their steps instead of sharing 2 cores in busy
+        # loops, which made unplanted ranks late by more than the straggler bar.
+        ["--steps=8", "--step-seconds=0.05", "--idle", f"--barrier-dir={barriers}",
          "--sleep-rank=9", "--sleep-steps=3,6", "--sleep-ms=150"],
         "capture=window", "capture.delay=0", "capture.duration=0",
         "capture.trace=[nvtx]", "capture.ranks=[1,9]",

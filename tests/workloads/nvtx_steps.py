@@ -24,8 +24,10 @@ import nvtx
 def barrier(folder: Path, step: int, rank: int, world: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     Path(folder, f"{step}.{rank}").touch()
+    # Polled every 2 ms: finer polling by 16 ranks on 2 cores costs more CPU time than the
+    # jitter it saves (2 ms is far below the straggler bar of 25 % of a 50 ms step).
     while len(list(folder.glob(f"{step}.*"))) < world:
-        time.sleep(0.0005)
+        time.sleep(0.002)
 
 
 def main() -> int:
