@@ -8,6 +8,7 @@ installed onto the test "shared filesystem" by the generated install-nsight.sh i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -112,8 +113,13 @@ class LocalCluster:
     def log(folder: Path, job_id: str) -> str:
         """The job's output file in `folder` (#SBATCH --output=%x_%j.out), or ""."""
         logs = sorted(folder.glob(f"*_{job_id}.out"))
-        return logs[0].read_text() if logs else ""
+        text = logs[0].read_text() if logs else ""
+        # Without nsys's progress bars ("[1/1] [==42%   ] name.nsys-rep", dozens a report), so
+        # that a failed test's message shows the lines that matter.
+        return _PROGRESS.sub("", text)
 
+
+_PROGRESS = re.compile(r"\[\d+/\d+\] \[[^\]]*\] [^\s[]*")
 
 # Job states of a job that has not ended yet.
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
