@@ -98,7 +98,7 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
     capturing_since: float | None = None
     cancelled = False
     states: dict[str, str] = {}
-    deadline = time.monotonic() + 420
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         states = {name: local_cluster.state(job.job_id)[0] for name, job in submitted.items()}
         if capturing_since is None and all(any(d.glob("*.qdstrm")) for d in capture_dirs):
@@ -112,7 +112,7 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
         time.sleep(0.5)
     unfinished = {name: state for name, state in states.items() if state in ACTIVE}
     assert not unfinished and cancelled, (
-        f"still running after 420 s: {unfinished}; vf-cancel cancelled: {cancelled}"
+        f"still running after 600 s: {unfinished}; vf-cancel cancelled: {cancelled}"
         + "".join(job.context() for job in submitted.values())
     )
     yield submitted
