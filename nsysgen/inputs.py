@@ -13,23 +13,30 @@ from pathlib import Path
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.patch import PatchError, patch_source, unified_patch
+from nsysgen.patch import PatchError, analyse, patch_source, unified_patch
 from nsysgen.render import render_template
-from nsysgen.workloads import ScriptSettings
+from nsysgen.workloads import ScriptSettings, step_method
 
 
 @dataclass(frozen=True)
 class TrainingPatch:
+    """The workload's own script as nsysgen read it: what it found there, and the patch
+    (capture.step_method=patch) or what the zero-patch helper reads (hook)."""
+
     source: str  # workload.<kind>.source as configured (relative to the working directory)
     sha256: str  # of the script as read
-    diff: str  # the unified diff that adds the step window
+    diff: str  # the unified diff that adds the step window ("" without a patch)
+    detected: tuple[tuple[str, str], ...] = ()  # what was found, for plan and the README
+    at_step: str | None = None  # the script's step number, read while the optimizer steps
+    scope: str = ""  # where at_step is read: "<file name>:<function>"
 
 
 def training_patch(config: Config) -> TrainingPatch | Issue | None:
     """The patch for the workload's own script, an Issue saying why there is none, or None
     when the setup has no script to patch."""
     settings = config.workload.settings
-    if config.capture.mode != "steps" or not isinstance(settings, ScriptSettings):
+    method = step_method(config)
+    if method not in ("hook", "patch") or not isinstance(settings, ScriptSettings):
         return None
     if not settings.source:
         return None
@@ -48,10 +55,35 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
         )
     helper = render_template("common/_step_window_class.py.j2")
     try:
+        found = analyse(source, settings.loop_line, settings.step_expr)
         patched = patch_source(source, helper, settings.loop_line, settings.step_expr)
     except PatchError as error:
         if error.setting is not None:
             field = f"workload.{config.workload.kind}.{error.setting}"
         return Issue(field, f"{source_path}: {error}")
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
-    return TrainingPatch(source_path, digest, unified_patch(source_path, source, patched))
+    file_name = source_path.replace("\\", "/").rpartition("/")[2]
+    at_step = found.at_step if settings.step_expr is None else settings.step_expr
+    numbered = f"{at_step} (read while the optimizer steps)" if at_step else found.counter
+    detected = (
+        ("step loop", f"{source_path}:{found.node.lineno} (in {found.scope})"),
+        ("step number", numbered),
+        ("accumulation", found.accumulation),
+        ("method", _METHODS[method]),
+    )
+    return TrainingPatch(
+        source_path,
+        digest,
+        unified_patch(source_path, source, patched) if method == "patch" else "",
+        detected,
+        at_step,
+        f"{file_name}:{found.scope}",
+    )
+
+
+_METHODS = {
+    "hook": "hook (zero-patch: the launch puts nsysgen's helper on PYTHONPATH; steps end at "
+    "the optimizer step)",
+    "patch": "patch (training-loop.patch: one line at the loop's top; steps end at the "
+    "optimizer step)",
+}

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.workloads import workload_kind
+from nsysgen.workloads import step_method, workload_kind
 
 Check = Callable[[Config], Iterator[Issue]]
 
@@ -86,6 +86,20 @@ def _step_window(config: Config) -> Iterator[Issue]:
             f"workload {config.workload.name} ({config.workload.kind}) has no training steps that "
             f"call cudaProfilerStart (allowed: window, nvtx)",
         )
+    methods = workload_kind(config).step_methods
+    if methods and capture.step_method not in ("auto", *methods):
+        yield Issue(
+            "capture.step_method",
+            f"workload kind {config.workload.kind} cannot record steps by "
+            f"{capture.step_method} (allowed: auto, {', '.join(methods)})",
+        )
+    if step_method(config) == "hook" and first == 0:
+        yield Issue(
+            "capture.first_step",
+            "the zero-patch helper sees where a step ends (its optimizer step), so the first "
+            "step of a run has no start it can record (allowed: first_step >= 1, or "
+            "capture.step_method=patch)",
+        )
     if "cuda" not in capture.trace:
         yield Issue(
             "capture.trace",
@@ -96,7 +110,7 @@ def _step_window(config: Config) -> Iterator[Issue]:
 # The settings each capture mode reads; the others would be silently ignored.
 _MODE_SETTINGS = {
     "window": ("delay", "duration"),
-    "steps": ("first_step", "last_step"),
+    "steps": ("first_step", "last_step", "step_method", "optimizer_steps"),
     "nvtx": ("nvtx_range", "nvtx_domain"),
 }
 

@@ -27,6 +27,9 @@ class ShellExpr(str):
 NEMO_OVERRIDES_FILE = "nemo-overrides.txt"
 WINDOW_HELPER_FILE = "nsysgen_window.py"
 PATCH_FILE = "training-loop.patch"
+# The zero-patch helper: its folder goes first on the program's PYTHONPATH.
+SITE_DIR = "nsysgen-site"
+SITE_FILE = f"{SITE_DIR}/sitecustomize.py"
 
 
 @dataclass(frozen=True)
@@ -93,19 +96,53 @@ class Program:
     # Environment the launch exports for the program (the step window of patched loops).
     env: tuple[tuple[str, str], ...] = ()
     needs_head_node: bool = False
+    # The launch puts the folder's SITE_DIR first on PYTHONPATH (the zero-patch helper).
+    site: bool = False
     # Extra files of the folder that go with the program (overrides, patch, helper).
     files: tuple[str, ...] = field(default=())
 
 
+def step_method(config: Config) -> str | None:
+    """How the steps of capture=steps are recorded: hook, patch or native (None: not steps)."""
+    if config.capture.mode != "steps":
+        return None
+    methods = workload_kind(config).step_methods
+    chosen = config.capture.step_method
+    if chosen == "auto":
+        return methods[0] if methods else None
+    return chosen
+
+
 def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
-    """Variables a patched training loop reads; one patch serves every sweep point."""
+    """Variables the step helper reads; one patch or helper serves every sweep point."""
     capture = config.capture
-    if capture.mode != "steps":
+    method = step_method(config)
+    if method is None:
         return ()
-    return (
+    env = [
         ("NSYSGEN_PROFILE_FIRST_STEP", str(capture.first_step)),
         ("NSYSGEN_PROFILE_LAST_STEP", str(capture.last_step)),
         ("NSYSGEN_PROFILE_RANKS", window_ranks(config)),
+    ]
+    if capture.optimizer_steps != 1:
+        env.append(("NSYSGEN_PROFILE_OPTIMIZER_STEPS", str(capture.optimizer_steps)))
+    source = config.training_patch
+    if method == "hook" and source is not None and source.at_step is not None:
+        # The script's own counter, read where the step loop runs while the optimizer steps.
+        env += [
+            ("NSYSGEN_PROFILE_STEP_EXPR", source.at_step),
+            ("NSYSGEN_PROFILE_STEP_SCOPE", source.scope),
+        ]
+    if method == "native":
+        # The framework opens and closes the window; the helper only marks the steps.
+        env.append(("NSYSGEN_PROFILE_CONTROL", "framework"))
+    return tuple(env)
+
+
+def uses_site(config: Config) -> bool:
+    """The zero-patch helper is on the program's PYTHONPATH (hook, and native step marks)."""
+    return step_method(config) == "hook" or (
+        step_method(config) == "native" and workload_kind(config).marks_native
     )
 
 
@@ -186,8 +223,14 @@ def _nemo(config: Config, shell: LaunchShell) -> Program:
 
 
 def _step_files(config: Config) -> tuple[str, ...]:
-    """With capture=steps: a patch for the workload's own script, or the helper to use by hand."""
-    if config.capture.mode != "steps":
+    """With capture=steps: the zero-patch helper, a patch for the workload's own script, or the
+    helper to use by hand."""
+    method = step_method(config)
+    if method is None:
+        return ()
+    if uses_site(config):
+        return (SITE_FILE,)
+    if method != "patch":
         return ()
     source = settings_as(config.workload.settings, ScriptSettings).source
     return (PATCH_FILE,) if source else (WINDOW_HELPER_FILE,)
@@ -208,6 +251,7 @@ def _fsdp(config: Config, shell: LaunchShell) -> Program:
         ),
         env=step_window_env(config),
         needs_head_node=True,
+        site=uses_site(config),
         files=_step_files(config),
     )
 
@@ -217,6 +261,7 @@ def _python(config: Config, shell: LaunchShell) -> Program:
     return Program(
         command=(s.interpreter, s.script, *s.args),
         env=step_window_env(config),
+        site=uses_site(config),
         files=_step_files(config),
     )
 
@@ -260,6 +305,10 @@ class WorkloadKind:
     step_ranges: StepRanges | None  # how its reports show the steps (None: no step capture)
     uses_nccl: bool  # its ranks talk through NCCL (the python kind may or may not)
     launches: tuple[Launch, ...]  # the launch shapes it supports
+    # capture.step_method values it supports, its default first (none: no step capture)
+    step_methods: tuple[str, ...] = ()
+    # with native windows: the zero-patch helper marks each step and optimizer step
+    marks_native: bool = False
 
 
 _EVERY_LAUNCH: tuple[Launch, ...] = ("per_gpu", "per_node")
@@ -299,6 +348,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         step_ranges=NEMO_STEPS,
         uses_nccl=True,
         launches=_EVERY_LAUNCH,
+        step_methods=("native",),
     ),
     "fsdp": WorkloadKind(
         settings=_typed(FsdpSettings),
@@ -308,6 +358,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         step_ranges=HELPER_STEPS,
         uses_nccl=True,
         launches=("per_node",),  # one torchrun per node (the schema says so too)
+        step_methods=("hook", "patch"),
     ),
     "python": WorkloadKind(
         settings=_typed(PythonSettings),
@@ -317,6 +368,7 @@ WORKLOADS: dict[str, WorkloadKind] = {
         step_ranges=HELPER_STEPS,
         uses_nccl=False,
         launches=_EVERY_LAUNCH,
+        step_methods=("hook", "patch"),
     ),
 }
 

@@ -8,17 +8,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from nsysgen.patch import patch_source, strip, unified_patch
-from nsysgen.render import render_template
 from tests.conftest import REPO
-
-HELPER = render_template("common/_step_window_class.py.j2")
-STANDIN = REPO / "tests" / "standin"
+from tests.stepruns import HELPER, Run, run_script
 
 EPOCHS = """\
 import torch
@@ -152,61 +148,26 @@ PUBLISHED = (
 )
 
 
-@dataclass
-class Run:
-    starts: int = 0
-    stops: int = 0
-    recorded: list[str] = field(default_factory=list)  # labels pushed while recording
-    steps: dict[str, list[str]] = field(default_factory=dict)  # label -> events inside
-    mismatched: list[str] = field(default_factory=list)  # script logged another step number
-
-
 def run_patched(tmp_path: Path, source: str, env: dict[str, str]) -> Run:
-    script = tmp_path / "train.py"
-    script.write_bytes(patch_source(source, HELPER).encode())
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
-    environ.update(env, PYTHONPATH=str(STANDIN))
-    done = subprocess.run(
-        [sys.executable, str(script)], env=environ, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    run, recording, label = Run(), False, None
-    for line in done.stdout.splitlines():
-        words = line.split()
-        if words[:1] != ["@@"]:
-            continue
-        event = " ".join(words[1:])
-        if event == "start":
-            run.starts, recording = run.starts + 1, True
-        elif event == "stop":
-            run.stops, recording = run.stops + 1, False
-        elif event.startswith("push "):
-            label = event.removeprefix("push ")
-            if recording:
-                run.recorded.append(label)
-            run.steps.setdefault(label, [])
-        elif event == "pop":
-            label = None
-        elif label is not None:
-            if event.startswith("log ") and label != f"step {words[2]}":
-                run.mismatched.append(f"{label} logged as {event}")
-            run.steps[label].append(event)
-    return run
+    return run_script(tmp_path, source, env, mode="patch")
 
 
 WINDOW = {"NSYSGEN_PROFILE_RANKS": "0", "RANK": "0"}
+# What a step holds: its micro-batches (forward, backward), then its one optimizer step, marked.
+FB = ["forward", "backward"]
+OM = ["optimizer.step", "mark"]
 
 
 @pytest.mark.parametrize(
     ("source", "first", "last", "inside"),
     [
-        (EPOCHS, 3, 6, ["backward", "optimizer.step"]),  # crosses an epoch, nsysgen counts
-        (ACCUMULATION, 4, 6, ["backward"] * 4 + ["optimizer.step", "log"]),
-        (TOKENS, 2, 5, ["backward", "optimizer.step", "log"]),
-        (TRAINER, 6, 8, ["backward", "backward", "optimizer.step", "log"]),
-        (ACCELERATE_STYLE, 2, 5, ["backward"] * 3 + ["optimizer.step"]),  # epochs 1 and 2
-        (TQDM, 7, 9, ["backward", "optimizer.step", "log"]),
-        (PUBLISHED, 1, 3, ["backward", "optimizer.step", "log"]),
+        (EPOCHS, 3, 6, [*FB, *OM]),  # crosses an epoch, nsysgen counts
+        (ACCUMULATION, 4, 6, [*FB * 4, *OM]),
+        (TOKENS, 2, 5, [*FB, *OM]),
+        (TRAINER, 6, 8, [*FB * 2, *OM]),
+        (ACCELERATE_STYLE, 2, 5, [*FB * 3, *OM]),  # epochs 1 and 2
+        (TQDM, 7, 9, [*FB, *OM]),
+        (PUBLISHED, 1, 3, [*FB, *OM]),
     ],
     ids=["epochs", "accumulation", "tokens", "trainer", "accelerate", "tqdm", "published"],
 )
@@ -218,9 +179,9 @@ def test_window_holds_exactly_the_steps(
     assert (run.starts, run.stops) == (1, 1)
     assert run.recorded == [f"step {n}" for n in range(first, last + 1)]
     assert not run.mismatched
+    assert run.outside_marks == 0
     for n in range(first, last + 1):
-        events = [e.split()[0] for e in run.steps[f"step {n}"]]
-        assert events == inside, n
+        assert run.inside(n) == inside, n
 
 
 def test_trainer_steps_follow_the_resumed_counter(tmp_path: Path) -> None:
@@ -261,12 +222,10 @@ def test_published_file_keeps_its_form_and_its_patch_applies(tmp_path: Path) -> 
     patched = patch_source(PUBLISHED, HELPER)
     assert patched.startswith("\ufeff# -*- coding: utf-8 -*-\r\nimport torch\r\n")
     assert "\n" not in patched.replace("\r\n", "")  # every line ends in CRLF
-    assert "\t\t_nsysgen_window.begin(it)  # nsysgen\r\n" in patched
-    assert "\t_nsysgen_window.end()  # nsysgen\r\n" in patched
+    assert "\t\t_nsysgen_window.open(it)  # nsysgen\r\n" in patched
     assert not patched.endswith("\n") and strip(patched) == PUBLISHED
     compile(patched.encode(), "train.py", "exec")  # as Python reads the file: bytes
     diff = unified_patch("train.py", PUBLISHED, patched)
-    assert diff.endswith("\\ No newline at end of file\n")
     for tool in (["git", "apply"], ["patch", "-p1", "--quiet", "-i"]):
         folder = tmp_path / tool[0]
         folder.mkdir()

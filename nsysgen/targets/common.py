@@ -10,6 +10,7 @@ from nsysgen.render import ArtifactSpec
 from nsysgen.workloads import (
     NEMO_OVERRIDES_FILE,
     PATCH_FILE,
+    SITE_FILE,
     WINDOW_HELPER_FILE,
     nemo_overrides,
     program_files,
@@ -112,6 +113,8 @@ def workload_files(config: Config) -> list[ArtifactSpec]:
                 context={"overrides": nemo_overrides(config)},
             )
         )
+    if SITE_FILE in files:
+        specs.append(ArtifactSpec(path=SITE_FILE, template="common/sitecustomize.py.j2", context={}))
     if WINDOW_HELPER_FILE in files:
         specs.append(
             ArtifactSpec(

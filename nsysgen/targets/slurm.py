@@ -17,7 +17,7 @@ from nsysgen.render import ArtifactSpec
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
 from nsysgen.teardown import sbatch_options as teardown_options
 from nsysgen.teardown import write_seconds
-from nsysgen.workloads import LaunchShell, ShellExpr, program, typed_block
+from nsysgen.workloads import SITE_DIR, LaunchShell, ShellExpr, program, typed_block
 
 WRAPPER = "nsys-exec"
 # What torchrun (one per node) reads from the job; head_node is set by job.sbatch.
@@ -228,6 +228,7 @@ def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
             "srun_args": srun_args(config),
             "command": prog.command,
             "needs_head_node": prog.needs_head_node,
+            "site_dir": SITE_DIR if prog.site else None,
             "nemo_overrides": "nemo-overrides.txt" in prog.files,
             "wrapper": WRAPPER,
             "report_dir": config.capture.report_dir,

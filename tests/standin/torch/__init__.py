@@ -1,21 +1,53 @@
-"""A stand-in for torch that prints what a patched training script asks of it, one event a
-line (`@@ start`, `@@ push step 3`, `@@ backward`, `@@ optimizer.step`, ...), for
-tests/test_patch_behaviour.py."""
+"""A stand-in for torch that prints what a training script asks of it, one event a line
+(`@@ start`, `@@ push step 3`, `@@ mark nsysgen optimizer step 3 AdamW#0`, `@@ backward`,
+`@@ optimizer.step`, ...), for the step-window behaviour tests.
+
+It keeps the parts of torch's contract that the step helper relies on: `torch.optim` optimizers
+run the global optimizer step hooks around every `step()` (subclasses included), Adam-style
+optimizers count steps in `state[param]["step"]` (restored by `load_state_dict`),
+`torch.amp.GradScaler.step` skips the optimizer's step on inf/nan gradients, and
+`torch._C._current_graph_task_id()` is not -1 while backward runs (where gradient hooks, and
+with them optimizer-in-backward, run).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
+
+from torch import optim as optim
 
 
 def _event(*words: object) -> None:
     print("@@", *words, flush=True)
 
 
+_graph_task = [-1]
+
+
+class Parameter:
+    def __init__(self) -> None:
+        self.hooks: list[Callable[[Parameter], None]] = []
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Parameter], None]) -> None:
+        self.hooks.append(hook)
+
+
 class _Loss:
+    def __init__(self, module: _Module | None = None) -> None:
+        self.module = module
+
     def backward(self) -> None:
         _event("backward")
+        _graph_task[0] = 1
+        try:
+            for param in self.module.params if self.module is not None else ():
+                for hook in param.hooks:
+                    hook(param)
+        finally:
+            _graph_task[0] = -1
 
     def item(self) -> float:
         return 0.0
@@ -23,16 +55,20 @@ class _Loss:
     def __truediv__(self, other: object) -> _Loss:
         return self
 
+    def __add__(self, other: object) -> _Loss:
+        return self
+
 
 class _Module:
     def __init__(self, *args: object, **kwargs: object) -> None:
-        pass
+        self.params = [Parameter(), Parameter()]
 
     def __call__(self, *args: object, **kwargs: object) -> _Loss:
-        return _Loss()
+        _event("forward")
+        return _Loss(self)
 
-    def parameters(self) -> Iterator[object]:
-        return iter(())
+    def parameters(self) -> Iterator[Parameter]:
+        return iter(self.params)
 
     def train(self) -> None:
         pass
@@ -41,14 +77,22 @@ class _Module:
         pass
 
 
-class _Optimizer:
+class _GradScaler:
+    """Skips the optimizer's step while `found_inf` (as torch does on inf/nan gradients)."""
+
     def __init__(self, *args: object, **kwargs: object) -> None:
-        pass
+        self.found_inf = False
 
-    def step(self) -> None:
-        _event("optimizer.step")
+    def scale(self, loss: _Loss) -> _Loss:
+        return loss
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
+    def step(self, optimizer: Any, *args: object, **kwargs: object) -> None:
+        if self.found_inf:
+            _event("scaler.skip")
+            return None
+        return optimizer.step(*args, **kwargs)  # type: ignore[no-any-return]
+
+    def update(self) -> None:
         pass
 
 
@@ -60,18 +104,20 @@ class _Cudart:
         _event("stop")
 
 
-def _push(label: str) -> None:
-    _event("push", label)
-
-
-def _pop() -> None:
-    _event("pop")
-
-
 cuda: Any = SimpleNamespace(
     synchronize=lambda: None,
     cudart=_Cudart,
-    nvtx=SimpleNamespace(range_push=_push, range_pop=_pop),
+    is_initialized=lambda: os.environ.get("STANDIN_CUDA", "1") == "1",
+    nvtx=SimpleNamespace(
+        range_push=lambda label: _event("push", label),
+        range_pop=lambda: _event("pop"),
+        mark=lambda label: _event("mark", label),
+    ),
 )
 nn: Any = SimpleNamespace(Linear=_Module)
-optim: Any = SimpleNamespace(SGD=_Optimizer, AdamW=_Optimizer)
+amp: Any = SimpleNamespace(GradScaler=_GradScaler)
+_C: Any = SimpleNamespace(_current_graph_task_id=lambda: _graph_task[0])
+
+
+def compile(function: Callable[..., Any], *args: object, **kwargs: object) -> Callable[..., Any]:  # noqa: A001
+    return function

@@ -1,0 +1,98 @@
+"""Run a training script under the torch stand-in (tests/standin), with the step helper either
+patched into it or on PYTHONPATH (zero-patch), and read back what it asked of torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsysgen.patch import patch_source
+from nsysgen.render import render_template
+from tests.conftest import REPO
+
+HELPER = render_template("common/_step_window_class.py.j2")
+SITE = render_template("common/sitecustomize.py.j2", header="# test copy")
+STANDIN = REPO / "tests" / "standin"
+COUNTED = ("forward", "backward", "optimizer.step", "scaler.skip", "mark")
+
+
+@dataclass
+class Run:
+    starts: int = 0
+    stops: int = 0
+    recorded: list[str] = field(default_factory=list)  # labels pushed while recording
+    steps: dict[str, list[str]] = field(default_factory=dict)  # label -> events inside
+    mismatched: list[str] = field(default_factory=list)  # logged or marked with another number
+    outside_marks: int = 0  # optimizer steps marked outside every step range
+    stderr: str = ""
+
+    def inside(self, n: int) -> list[str]:
+        """The counted events of step n, first words only (`mark` for a mark)."""
+        return [e.split()[0] for e in self.steps[f"step {n}"] if e.split()[0] in COUNTED]
+
+
+def run_script(
+    tmp_path: Path,
+    source: str,
+    env: dict[str, str],
+    mode: str = "patch",
+    extra_path: tuple[Path, ...] = (),
+) -> Run:
+    """Run `source` as train.py: mode "patch" patches it, "hook" puts the helper on PYTHONPATH."""
+    script = tmp_path / "train.py"
+    path = [str(p) for p in extra_path]
+    if mode == "patch":
+        script.write_bytes(patch_source(source, HELPER).encode())
+    else:
+        script.write_text(source)
+        site = tmp_path / "nsysgen-site"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text(SITE)
+        path.insert(0, str(site))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
+    environ.update(env, PYTHONPATH=os.pathsep.join([*path, str(STANDIN)]))
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    return parse(done.stdout, done.stderr)
+
+
+def parse(stdout: str, stderr: str = "") -> Run:
+    run, recording, label, ended = Run(stderr=stderr), False, None, None
+    for line in stdout.splitlines():
+        words = line.split()
+        if words[:1] != ["@@"]:
+            continue
+        event = " ".join(words[1:])
+        if event == "start":
+            run.starts, recording = run.starts + 1, True
+        elif event == "stop":
+            run.stops, recording = run.stops + 1, False
+        elif event.startswith("push "):
+            label = event.removeprefix("push ")
+            if recording:
+                run.recorded.append(label)
+            run.steps.setdefault(label, [])
+        elif event == "pop":
+            label, ended = None, label
+        else:
+            if event.startswith("log ") and ended is not None and ended != f"step {words[2]}":
+                # A script logs a step after its optimizer step: the range that ended last.
+                run.mismatched.append(f"{ended} logged as {event}")
+            if event.startswith("mark "):
+                if label is None:
+                    run.outside_marks += 1
+                elif label != f"step {words[5]}":
+                    run.mismatched.append(f"{label} marked as {event}")
+            if label is not None:
+                run.steps[label].append(event)
+    return run

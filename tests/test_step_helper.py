@@ -1,0 +1,250 @@
+"""The step helper ends every step at its optimizer step, whatever the loop's shape: run
+unmodified scripts (zero-patch: the helper on PYTHONPATH as sitecustomize) under the torch
+stand-in and check one capture start and stop, exactly FIRST..LAST, one optimizer step per step
+range (or the number configured), every micro-batch inside its step, and the numbering."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.stepruns import SITE, STANDIN, run_script
+
+FB = ["forward", "backward"]
+OM = ["optimizer.step", "mark"]
+WINDOW = {"NSYSGEN_PROFILE_RANKS": "0", "RANK": "0"}
+
+CONTINUE = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters())
+global_step = 0
+for micro_step, batch in enumerate(range(40)):
+    loss = model(batch)
+    loss.backward()
+    if (micro_step + 1) % 4 != 0:
+        continue
+    optimizer.step()
+    optimizer.zero_grad()
+    global_step += 1
+    print("@@ log", global_step)
+"""
+ENGINE = """\
+import torch
+
+
+class Engine:
+    # DeepSpeed's shape: backward() and step() every micro-batch, the optimizer steps at the
+    # accumulation boundary only.
+    def __init__(self, model, accumulation):
+        self.model, self.calls, self.accumulation = model, 0, accumulation
+        self.optimizer = torch.optim.Adam(model.parameters())
+
+    def __call__(self, batch):
+        return self.model(batch)
+
+    def backward(self, loss):
+        loss.backward()
+
+    def step(self):
+        self.calls += 1
+        if self.calls % self.accumulation == 0:
+            self.optimizer.step()
+
+
+engine = Engine(torch.nn.Linear(4, 4), 4)
+for step, batch in enumerate(range(48)):
+    loss = engine(batch)
+    engine.backward(loss)
+    engine.step()
+"""
+GAN = """\
+import torch
+
+generator, discriminator = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+opt_g = torch.optim.Adam(generator.parameters())
+opt_d = torch.optim.Adam(discriminator.parameters())
+for i in range(12):
+    discriminator(i).backward()
+    opt_d.step()
+    generator(i).backward()
+    opt_g.step()
+"""
+SCALER = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler()
+for it in range(10):
+    scaler.found_inf = it == 4
+    scaler.scale(model(it)).backward()
+    scaler.step(optimizer)
+    scaler.update()
+"""
+IN_BACKWARD = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizers = {p: torch.optim.SGD([p], lr=0.1) for p in model.parameters()}
+for p in model.parameters():
+    p.register_post_accumulate_grad_hook(lambda param: optimizers[param].step())
+for it in range(10):
+    model(it).backward()
+"""
+NO_OPTIMIZER = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+for it in range(10):
+    model(it)
+"""
+RESUMED = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.load_state_dict({"step": 100})
+for it in range(10):
+    model(it).backward()
+    optimizer.step()
+"""
+
+
+def window(first: int, last: int, **more: str) -> dict[str, str]:
+    env = {"NSYSGEN_PROFILE_FIRST_STEP": str(first), "NSYSGEN_PROFILE_LAST_STEP": str(last)}
+    return {**WINDOW, **env, **more}
+
+
+@pytest.mark.parametrize(
+    ("source", "first", "last", "more", "inside"),
+    [
+        (CONTINUE, 3, 5, {}, [*FB * 4, *OM]),
+        (ENGINE, 2, 6, {}, [*FB * 4, *OM]),
+        (GAN, 2, 4, {"NSYSGEN_PROFILE_OPTIMIZER_STEPS": "2"}, [*FB, *OM, *FB, *OM]),
+        (RESUMED, 102, 104, {}, [*FB, *OM]),
+    ],
+    ids=["continue", "deepspeed-engine", "two-optimizers", "resumed"],
+)
+def test_zero_patch_window_holds_exactly_the_steps(
+    tmp_path: Path, source: str, first: int, last: int, more: dict[str, str], inside: list[str]
+) -> None:
+    run = run_script(tmp_path, source, window(first, last, **more), mode="hook")
+    assert (run.starts, run.stops) == (1, 1)
+    assert run.recorded == [f"step {n}" for n in range(first, last + 1)]
+    assert not [m for m in run.mismatched if " marked as " in m]
+    for n in range(first, last + 1):
+        assert run.inside(n) == inside, n
+
+
+def test_the_scripts_counter_numbers_the_steps(tmp_path: Path) -> None:
+    # global_step is logged after its increment: the step the script logs as 3 is step 3.
+    more = {"NSYSGEN_PROFILE_STEP_EXPR": "global_step + 1", "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>"}
+    run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
+    assert run.recorded == ["step 3", "step 4", "step 5"]
+    assert not run.mismatched
+    assert "steps are numbered by global_step + 1 in train.py:<module>" in run.stderr
+    without = run_script(tmp_path, CONTINUE, window(3, 5), mode="hook")
+    assert without.mismatched  # counted from 0: the step logged as 4 is the optimizer's step 3
+    assert "the optimizer's own step count" in without.stderr
+
+
+def test_an_unreadable_counter_falls_back_and_says_why(tmp_path: Path) -> None:
+    more = {"NSYSGEN_PROFILE_STEP_EXPR": "no_such_name", "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>"}
+    run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
+    assert run.recorded == ["step 3", "step 4", "step 5"]
+    assert "cannot read no_such_name in train.py:<module>" in run.stderr
+
+
+def test_a_skipped_optimizer_step_still_ends_its_step(tmp_path: Path) -> None:
+    run = run_script(tmp_path, SCALER, window(3, 5), mode="hook")
+    assert run.recorded == ["step 3", "step 4", "step 5"]
+    assert run.inside(4) == [*FB, "scaler.skip", "mark"]
+    assert run.steps["step 4"][-1].endswith(" skipped")
+    assert run.inside(5) == [*FB, *OM]
+
+
+def test_two_optimizers_without_the_setting_are_named(tmp_path: Path) -> None:
+    run = run_script(tmp_path, GAN, window(2, 4), mode="hook")
+    assert "2 optimizers step in this process" in run.stderr
+    assert "capture.optimizer_steps" in run.stderr
+
+
+@pytest.mark.parametrize("mode", ["hook", "patch"])
+def test_optimizer_in_backward_is_refused(tmp_path: Path, mode: str) -> None:
+    source = IN_BACKWARD + ("" if mode == "hook" else "")
+    if mode == "patch":
+        source = source.replace("    model(it).backward()", "    model(it).backward()\n    pass")
+    run = run_script(tmp_path, source, window(2, 4), mode=mode)
+    assert (run.starts, run.stops) == (0, 0)
+    assert "optimizer-in-backward" in run.stderr
+
+
+def test_a_run_without_optimizer_steps_says_so(tmp_path: Path) -> None:
+    run = run_script(tmp_path, NO_OPTIMIZER, window(2, 4), mode="hook")
+    assert (run.starts, run.steps) == (0, {})
+    assert "no optimizer step was seen" in run.stderr
+
+
+def test_a_launcher_process_stays_silent(tmp_path: Path) -> None:
+    # torchrun's agent imports torch and never starts CUDA: not a training process.
+    run = run_script(tmp_path, NO_OPTIMIZER, window(2, 4, STANDIN_CUDA="0"), mode="hook")
+    assert run.stderr == ""
+
+
+def test_a_run_that_ends_inside_the_window_says_so(tmp_path: Path) -> None:
+    run = run_script(tmp_path, RESUMED, window(105, 200), mode="hook")
+    assert run.starts == 1
+    assert "the run ended in step 110 before step 200" in run.stderr
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"NSYSGEN_PROFILE_FIRST_STEP": "1", "NSYSGEN_PROFILE_LAST_STEP": "3", "RANK": "1", "NSYSGEN_PROFILE_RANKS": "0"},
+        {"NSYSGEN_PROFILE_FIRST_STEP": "x", "NSYSGEN_PROFILE_LAST_STEP": "3", "RANK": "0", "NSYSGEN_PROFILE_RANKS": "0"},
+        {**WINDOW, "NSYSGEN_PROFILE_FIRST_STEP": "1", "NSYSGEN_PROFILE_LAST_STEP": "3", "NSYSGEN_PROFILE_OPTIMIZER_STEPS": "0"},
+    ],
+    ids=["no-variables", "other-rank", "bad-step", "bad-optimizer-steps"],
+)
+def test_without_a_window_nothing_happens(tmp_path: Path, env: dict[str, str]) -> None:
+    run = run_script(tmp_path, CONTINUE, env, mode="hook")
+    assert (run.starts, run.stops, run.steps, run.stderr) == (0, 0, {}, "")
+
+
+def _modules(tmp_path: Path, site: bool, env: dict[str, str]) -> set[str]:
+    folder = tmp_path / "site"
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(SITE)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
+    environ.update(env, PYTHONPATH=str(folder) if site else str(tmp_path / "none"))
+    code = "import sys; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("env", [{}, window(1, 3)], ids=["inert", "armed"])
+def test_the_helper_imports_nothing_before_torch(tmp_path: Path, env: dict[str, str]) -> None:
+    assert _modules(tmp_path, True, env) - _modules(tmp_path, False, env) == {"sitecustomize"}
+
+
+def test_the_images_own_sitecustomize_still_runs(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("print('@@ log 0 theirs', __name__)\n")
+    run = run_script(tmp_path, CONTINUE, window(3, 5), mode="hook", extra_path=(theirs,))
+    assert run.recorded == ["step 3", "step 4", "step 5"]
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
+    environ.update(PYTHONPATH=f"{tmp_path / 'nsysgen-site'}:{theirs}:{STANDIN}")
+    done = subprocess.run(
+        [sys.executable, "-c", "pass"], env=environ, capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "@@ log 0 theirs sitecustomize\n"
