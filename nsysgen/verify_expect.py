@@ -21,7 +21,7 @@ from nsysgen.render import ArtifactSpec
 from nsysgen.resources import PACKAGE_DIR
 from nsysgen.targets import TARGETS
 from nsysgen.verify_core import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
-from nsysgen.workloads import workload_kind
+from nsysgen.workloads import marks_steps, workload_kind
 
 VERIFY_SCRIPT = "nsysgen-verify.py"
 # Window captures: how far the recorded length may differ from capture.duration (at least).
@@ -116,6 +116,8 @@ def expectations(config: Config, plan: ProfilePlan | None = None) -> dict[str, A
             "last_step": capture.last_step,
             "nvtx_range": capture.nvtx_range,
             "steps": _step_ranges(config),
+            # The step helper marks every optimizer step: verify counts them per step range.
+            "optimizer_steps": capture.optimizer_steps if marks_steps(config) else None,
         },
         "trace": list(capture.trace),
         "collectors": {"gpu_metrics": capture.gpu_metrics, "efa_metrics": capture.efa_metrics},

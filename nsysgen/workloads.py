@@ -139,6 +139,11 @@ def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
     return tuple(env)
 
 
+def marks_steps(config: Config) -> bool:
+    """nsysgen's step helper runs in the program and marks each optimizer step."""
+    return step_method(config) == "patch" or uses_site(config)
+
+
 def uses_site(config: Config) -> bool:
     """The zero-patch helper is on the program's PYTHONPATH (hook, and native step marks)."""
     return step_method(config) == "hook" or (

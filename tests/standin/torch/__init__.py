@@ -13,6 +13,8 @@ with them optimizer-in-backward, run).
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -64,7 +66,7 @@ class _Module:
         self.params = [Parameter(), Parameter()]
 
     def __call__(self, *args: object, **kwargs: object) -> _Loss:
-        _event("forward")
+        _report.forward()
         return _Loss(self)
 
     def parameters(self) -> Iterator[Parameter]:
@@ -96,23 +98,77 @@ class _GradScaler:
         pass
 
 
+class _Report:
+    """With STANDIN_REPORT set: what nsys would capture between cudaProfilerStart and Stop,
+    written as the NVTX_EVENTS table of an nsys SQLite export (ranges 59, marks 34)."""
+
+    def __init__(self) -> None:
+        self.recording = False
+        self.open: list[tuple[int, str]] = []
+        self.rows: list[tuple[int, int | None, int, str]] = []
+        self.kernels: list[int] = []  # one "kernel" per forward pass while recording
+
+    def forward(self) -> None:
+        _event("forward")
+        if self.recording:
+            self.kernels.append(time.perf_counter_ns())
+
+    def push(self, label: str) -> None:
+        _event("push", label)
+        self.open.append((time.perf_counter_ns(), label))
+
+    def pop(self) -> None:
+        _event("pop")
+        start, label = self.open.pop()
+        if self.recording:
+            self.rows.append((start, time.perf_counter_ns(), 59, label))
+
+    def mark(self, label: str) -> None:
+        _event("mark", label)
+        if self.recording:
+            self.rows.append((time.perf_counter_ns(), None, 34, label))
+
+    def write(self) -> None:
+        path = os.environ.get("STANDIN_REPORT")
+        if not path:
+            return
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS NVTX_EVENTS (start INTEGER, end INTEGER, "
+                "eventType INTEGER, text TEXT, textId INTEGER, globalTid INTEGER, domainId "
+                "INTEGER)"
+            )
+            db.execute("CREATE TABLE IF NOT EXISTS StringIds (id INTEGER, value TEXT)")
+            db.execute("CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER)")
+            db.executemany(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?)", [(t,) for t in self.kernels]
+            )
+            tid = (os.getpid() << 24) | 1
+            db.executemany(
+                "INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, NULL, ?, 0)",
+                [(start, end, kind, text, tid) for start, end, kind, text in self.rows],
+            )
+
+
+_report = _Report()
+
+
 class _Cudart:
     def cudaProfilerStart(self) -> None:  # noqa: N802 - torch's name
         _event("start")
+        _report.recording = True
 
     def cudaProfilerStop(self) -> None:  # noqa: N802 - torch's name
         _event("stop")
+        _report.recording = False
+        _report.write()
 
 
 cuda: Any = SimpleNamespace(
     synchronize=lambda: None,
     cudart=_Cudart,
     is_initialized=lambda: os.environ.get("STANDIN_CUDA", "1") == "1",
-    nvtx=SimpleNamespace(
-        range_push=lambda label: _event("push", label),
-        range_pop=lambda: _event("pop"),
-        mark=lambda label: _event("mark", label),
-    ),
+    nvtx=SimpleNamespace(range_push=_report.push, range_pop=_report.pop, mark=_report.mark),
 )
 nn: Any = SimpleNamespace(Linear=_Module)
 amp: Any = SimpleNamespace(GradScaler=_GradScaler)
