@@ -30,6 +30,7 @@ class FolderResult:
     folder: Path
     statuses: list[FileStatus]
     warnings: tuple[Finding, ...] = ()
+    steps: tuple[tuple[str, str], ...] = ()  # how the steps are found (capture=steps)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def build_single(
     output_dir = Path(compiled.config.output_dir)
     with output_lock(output_dir):
         statuses = write_folder(folder, compiled.files, compiled.manifest)
-    return FolderResult(folder, statuses, tuple(compiled.warnings))
+    return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps)
 
 
 def _folder_of(composed: Composed) -> Path:

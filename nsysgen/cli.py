@@ -321,6 +321,8 @@ def run_compile(args: Arguments, composer: Composer) -> int:
         counts[status.status] = counts.get(status.status, 0) + 1
     summary = _file_counts(counts) if set(counts) - {"identical"} else "unchanged"
     print(f"{result.folder}: {len(result.statuses)} files ({summary})")
+    for what, how in result.steps:
+        print(f"  {what}: {how}")
     return EXIT_OK
 
 

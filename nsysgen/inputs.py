@@ -15,7 +15,7 @@ from nsysgen.errors import Issue
 from nsysgen.model import Config
 from nsysgen.patch import PatchError, analyse, patch_source, unified_patch
 from nsysgen.render import render_template
-from nsysgen.workloads import ScriptSettings, step_method
+from nsysgen.workloads import METHOD_TEXT, ScriptSettings, step_method
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,14 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
     file_name = source_path.replace("\\", "/").rpartition("/")[2]
     at_step = found.at_step if settings.step_expr is None else settings.step_expr
     numbered = f"{at_step} (read while the optimizer steps)" if at_step else found.counter
-    detected = (
-        ("step loop", f"{source_path}:{found.node.lineno} (in {found.scope})"),
-        ("step number", numbered),
-        ("accumulation", found.accumulation),
-        ("method", _METHODS[method]),
+    detected = tuple(
+        (what, " ".join(how.split()))  # one line each: they go into comments and tables
+        for what, how in (
+            ("step loop", f"{source_path}:{found.node.lineno} (in {found.scope})"),
+            ("step number", numbered),
+            ("accumulation", found.accumulation),
+            ("method", METHOD_TEXT[method]),
+        )
     )
     return TrainingPatch(
         source_path,
@@ -79,11 +82,3 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
         at_step,
         f"{file_name}:{found.scope}",
     )
-
-
-_METHODS = {
-    "hook": "hook (zero-patch: the launch puts nsysgen's helper on PYTHONPATH; steps end at "
-    "the optimizer step)",
-    "patch": "patch (training-loop.patch: one line at the loop's top; steps end at the "
-    "optimizer step)",
-}

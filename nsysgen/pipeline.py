@@ -31,6 +31,7 @@ class Compiled:
     files: list[RenderedFile]
     manifest: Manifest
     warnings: list[Finding]
+    steps: tuple[tuple[str, str], ...] = ()  # the plan's step detection (capture=steps)
 
 
 def regenerate_command(
@@ -95,7 +96,9 @@ def compile_config(
         inputs=inputs,
         root=root if (config_dirs or inputs) else "",
     )
-    return Compiled(config=config, files=files, manifest=manifest, warnings=warnings)
+    return Compiled(
+        config=config, files=files, manifest=manifest, warnings=warnings, steps=plan.steps
+    )
 
 
 def _with_origins(issues: list[Issue], composed: Composed) -> list[Issue]:

@@ -21,6 +21,7 @@ from nsysgen.estimate import SizeEstimate, estimate_report_size
 from nsysgen.model import Config
 from nsysgen.overhead import SlowdownEstimate, estimate_slowdown
 from nsysgen.verify_core import expand_parts
+from nsysgen.workloads import step_detection
 
 if TYPE_CHECKING:
     from nsysgen.targets.base import Target
@@ -271,6 +272,8 @@ class ProfilePlan:
     time_limit_s: int
     size: SizeEstimate
     slowdown: SlowdownEstimate  # outside the window (nsysgen/overhead.py)
+    # capture=steps: how steps are found and numbered, (what, how) in words (else empty)
+    steps: tuple[tuple[str, str], ...] = ()
 
     @property
     def nsys_command(self) -> tuple[str, ...]:
@@ -350,4 +353,5 @@ def build_plan(config: Config, target: Target) -> ProfilePlan:
             recorded=len(recorded),
             world_size=config.cluster.world_size,
         ),
+        steps=step_detection(config),
     )

@@ -89,6 +89,7 @@ def as_dict(
             "estimate_s": round(job.estimate_s, 1),
         },
         "window": plan.window,
+        "steps": dict(plan.steps),
         "window_end_s": plan.window_end_s,
         "time_limit_s": plan.time_limit_s,
         "reports": reports,
@@ -159,6 +160,7 @@ def as_table(
             ),
         ),
         ("window", f"{plan.window}; ends at {end}; job time limit {plan.time_limit_s} s"),
+        *plan.steps,
         (
             "reports",
             f"{data['reports']} x ~{_human(plan.size.bytes_per_report)} = "

@@ -93,7 +93,14 @@ def _step_window(config: Config) -> Iterator[Issue]:
             f"workload kind {config.workload.kind} cannot record steps by "
             f"{capture.step_method} (allowed: auto, {', '.join(methods)})",
         )
-    if step_method(config) == "hook" and first == 0:
+    native = workload_kind(config).native
+    if native is not None and first < native.first:
+        yield Issue(
+            "capture.first_step",
+            f"{config.workload.kind} numbers its steps from {native.first} (allowed: "
+            f"first_step >= {native.first})",
+        )
+    elif step_method(config) == "hook" and first == 0:
         yield Issue(
             "capture.first_step",
             "the zero-patch helper sees where a step ends (its optimizer step), so the first "

@@ -442,9 +442,7 @@ def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> 
         found.causes.append(_why_steps_differ(len(matches) < last - first + 1, last))
 
 
-def _check_optimizer_steps(
-    regex: str, per_step: int, contents: Contents, found: Finding
-) -> None:
+def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found: Finding) -> None:
     """Every step range holds exactly `per_step` optimizer steps (the helper's marks), each
     marked with the range's own number, and no optimizer step falls between the ranges."""
     if not contents.marks:
@@ -458,41 +456,9 @@ def _check_optimizer_steps(
         for process, start, end, name in contents.spans
         if (m := re.fullmatch(regex, name))
     ]
-    inside: dict[int, list[re.Match[str]]] = {i: [] for i in range(len(steps))}
-    outside = 0
-    window = (min(s[1] for s in steps), max(s[2] for s in steps)) if steps else (0, -1)
-    for process, moment, text in contents.marks:
-        mark = OPTIMIZER_MARK.match(text)
-        if mark is None:
-            continue
-        held = [i for i, s in enumerate(steps) if s[0] == process and s[1] <= moment <= s[2]]
-        if held:
-            inside[held[0]].append(mark)
-        elif window[0] <= moment <= window[1]:
-            outside += 1
-    counts = [len(marks) for marks in inside.values()]
-    if any(count != per_step for count in counts):
-        without, most = counts.count(0), max(counts)
-        found.problems.append(
-            f"{_plural(per_step, 'optimizer step')} per step asked; the step ranges hold "
-            f"{_steps_text(sorted(set(counts)))}"
-        )
-        if without and sum(counts):
-            ratio = round(len(counts) / max(1, sum(counts)))
-            found.causes.append(
-                f"{ratio} ranges per optimizer step: the patched loop is a micro-batch loop, "
-                "not the step loop" if ratio > 1 else "some step ranges hold no optimizer step"
-            )
-        if most > per_step:
-            names = sorted({f"{m.group(2)}#{m.group(3)}" for ms in inside.values() for m in ms})
-            found.causes.append(
-                f"several optimizers step in one step ({', '.join(names)}): set "
-                f"capture.optimizer_steps={most}"
-                if len(names) > 1
-                else f"{most} optimizer steps in one step range: the patched loop is not the "
-                "step loop (an epoch loop?)"
-            )
-    names = sorted({f"{m.group(2)}#{m.group(3)}" for ms in inside.values() for m in ms})
+    inside, outside = _marks_per_step(steps, contents.marks)
+    counts = [len(marks) for marks in inside]
+    names = sorted({f"{m.group(2)}#{m.group(3)}" for marks in inside for m in marks})
     if per_step == 1 and len(names) > 1 and max(counts, default=0) <= 1:
         found.problems.append(
             f"{len(names)} optimizers take turns ({', '.join(names)}): each iteration is "
@@ -502,12 +468,12 @@ def _check_optimizer_steps(
             f"several optimizers step each iteration: set capture.optimizer_steps={len(names)}"
         )
         return  # each optimizer counts its own steps: their numbers say nothing more
+    if any(count != per_step for count in counts):
+        _wrong_counts(per_step, counts, names, found)
     if outside:
         found.problems.append(f"{_plural(outside, 'optimizer step')} outside the step ranges")
         found.causes.append("the patched loop is not the loop that steps the optimizer")
-    offsets = {
-        int(m.group(1)) - steps[i][3] for i, marks in inside.items() for m in marks
-    }
+    offsets = {int(m.group(1)) - steps[i][3] for i, marks in enumerate(inside) for m in marks}
     if offsets - {0}:
         shift = sorted(offsets)[-1]
         found.problems.append(
@@ -517,9 +483,53 @@ def _check_optimizer_steps(
             f"step numbers are {abs(shift)} {'below' if shift > 0 else 'above'} the number "
             "read at the optimizer step: the counter jumps, or the step numbering is wrong"
         )
-    skipped = sum(1 for marks in inside.values() for m in marks if m.group(4))
+    skipped = sum(1 for marks in inside for m in marks if m.group(4))
     if skipped:
         found.notes.append(f"{_plural(skipped, 'optimizer step')} skipped by GradScaler (inf/nan)")
+
+
+def _marks_per_step(
+    steps: list[tuple[int, int, int, int]], marks: list[tuple[int, int, str]]
+) -> tuple[list[list[re.Match[str]]], int]:
+    """The helper's marks inside each step range (same process), and how many fall between."""
+    inside: list[list[re.Match[str]]] = [[] for _ in steps]
+    outside = 0
+    low = min((s[1] for s in steps), default=0)
+    high = max((s[2] for s in steps), default=-1)
+    for process, moment, text in marks:
+        mark = OPTIMIZER_MARK.match(text)
+        if mark is None:
+            continue
+        held = [i for i, s in enumerate(steps) if s[0] == process and s[1] <= moment <= s[2]]
+        if held:
+            inside[held[0]].append(mark)
+        elif low <= moment <= high:
+            outside += 1
+    return inside, outside
+
+
+def _wrong_counts(per_step: int, counts: list[int], names: list[str], found: Finding) -> None:
+    without, most = counts.count(0), max(counts)
+    found.problems.append(
+        f"{_plural(per_step, 'optimizer step')} per step asked; the step ranges hold "
+        f"{_steps_text(sorted(set(counts)))}"
+    )
+    if without and sum(counts):
+        ratio = round(len(counts) / sum(counts))
+        found.causes.append(
+            f"{ratio} ranges per optimizer step: the patched loop is a micro-batch loop, "
+            "not the step loop"
+            if ratio > 1
+            else "some step ranges hold no optimizer step"
+        )
+    if most > per_step:
+        found.causes.append(
+            f"several optimizers step in one step ({', '.join(names)}): set "
+            f"capture.optimizer_steps={most}"
+            if len(names) > 1
+            else f"{most} optimizer steps in one step range: the patched loop is not the "
+            "step loop (an epoch loop?)"
+        )
 
 
 def _plural(count: int, what: str) -> str:

@@ -61,6 +61,21 @@ class NemoSettings(WorkloadSettings):
 
 
 @dataclass(frozen=True)
+class MegatronSettings(WorkloadSettings):
+    script: str
+    rdzv_port: int
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BridgeSettings(WorkloadSettings):
+    script: str
+    recipe: str
+    rdzv_port: int
+    overrides: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ScriptSettings(WorkloadSettings):
     """A script the workload runs, whose source may be patched for capture=steps."""
 
@@ -126,17 +141,58 @@ def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
     ]
     if capture.optimizer_steps != 1:
         env.append(("NSYSGEN_PROFILE_OPTIMIZER_STEPS", str(capture.optimizer_steps)))
-    source = config.training_patch
+    source, native = config.training_patch, workload_kind(config).native
     if method == "hook" and source is not None and source.at_step is not None:
         # The script's own counter, read where the step loop runs while the optimizer steps.
         env += [
             ("NSYSGEN_PROFILE_STEP_EXPR", source.at_step),
             ("NSYSGEN_PROFILE_STEP_SCOPE", source.scope),
         ]
+    elif method == "hook" and native is not None and native.at_step is not None:
+        env += [
+            ("NSYSGEN_PROFILE_STEP_EXPR", native.at_step),
+            ("NSYSGEN_PROFILE_STEP_SCOPE", native.scope),
+        ]
     if method == "native":
         # The framework opens and closes the window; the helper only marks the steps.
         env.append(("NSYSGEN_PROFILE_CONTROL", "framework"))
     return tuple(env)
+
+
+# The step methods of the helper, in words (plan, compile output, README).
+METHOD_TEXT = {
+    "hook": "hook (zero-patch: the launch puts nsysgen's helper on PYTHONPATH; steps end at "
+    "the optimizer step)",
+    "patch": "patch (training-loop.patch: one line at the loop's top; steps end at the "
+    "optimizer step)",
+}
+
+
+def step_detection(config: Config) -> tuple[tuple[str, str], ...]:
+    """What nsysgen found about the steps, before the run: for plan, compile and the README."""
+    method = step_method(config)
+    if method is None:
+        return ()
+    source = config.training_patch
+    if source is not None:
+        return source.detected
+    native = workload_kind(config).native
+    if method == "native" and native is not None:
+        return (("method", native.method), ("step number", native.numbering))
+    counted = (
+        "the optimizer's own count (Adam's state 'step', which a resumed run restores), else "
+        "nsysgen's count from 0: step N is the optimizer step taken after N steps (set "
+        f"workload.{config.workload.kind}.source to number steps by the script's own counter)"
+    )
+    if method == "hook" and native is not None and native.at_step is not None:
+        read = f"{native.at_step} in {native.scope}: {native.numbering}"
+        return (("method", METHOD_TEXT["hook"]), ("step number", read))
+    if method == "hook":
+        return (("method", METHOD_TEXT["hook"]), ("step number", counted))
+    return (
+        ("method", f"patch by hand ({WINDOW_HELPER_FILE}: window.open(step) at the loop's top)"),
+        ("step number", "the number given to window.open(step), else " + counted),
+    )
 
 
 def marks_steps(config: Config) -> bool:
@@ -241,18 +297,95 @@ def _step_files(config: Config) -> tuple[str, ...]:
     return (PATCH_FILE,) if source else (WINDOW_HELPER_FILE,)
 
 
+def _torchrun(config: Config, shell: LaunchShell, port: int) -> tuple[str, ...]:
+    """One torchrun per node, rendezvous on the job's head node."""
+    return (
+        "torchrun",
+        f"--nproc_per_node={config.cluster.gpus_per_node}",
+        ShellExpr(f"--nnodes={shell.nnodes}"),
+        ShellExpr(f"--rdzv_id={shell.job_id}"),
+        "--rdzv_backend=c10d",
+        ShellExpr(f"--rdzv_endpoint={shell.head_node}:{port}"),
+    )
+
+
 def _fsdp(config: Config, shell: LaunchShell) -> Program:
     s = settings_as(config.workload.settings, FsdpSettings)
     return Program(
+        command=(*_torchrun(config, shell, s.rdzv_port), s.script, *s.args),
+        env=step_window_env(config),
+        needs_head_node=True,
+        site=uses_site(config),
+        files=_step_files(config),
+    )
+
+
+def _native_window(config: Config) -> tuple[int, int, tuple[int, ...] | None] | None:
+    """Megatron's (start, end, ranks) for steps FIRST..LAST as its log numbers iterations.
+
+    Megatron-LM and Megatron Bridge call cudaProfilerStart at the top of the iteration that
+    begins when `iteration == start` (completed iterations, before the increment), and
+    cudaProfilerStop after the iteration where the incremented counter equals `end`; their log
+    prints the incremented counter. So the iterations logged start+1..end are recorded:
+    start = FIRST - 1, end = LAST. Ranks: every worker of a recorded node (one nsys per node
+    records all of them); None when that is every rank (the framework's empty list).
+    """
+    if step_method(config) != "native":
+        return None
+    capture = config.capture
+    ranks = window_ranks(config)
+    listed = None if ranks == "all" else tuple(int(r) for r in ranks.split(","))
+    return (capture.first_step or 0) - 1, capture.last_step or 0, listed
+
+
+def megatron_args(config: Config) -> tuple[str, ...]:
+    window = _native_window(config)
+    if window is None:
+        return ()
+    start, end, ranks = window
+    args = ["--profile", f"--profile-step-start={start}", f"--profile-step-end={end}"]
+    if ranks is not None:
+        # nargs="+": the ranks follow as separate words; Megatron core >= 0.17 records every
+        # rank without the option, older releases rank 0 only.
+        args += ["--profile-ranks", *map(str, ranks)]
+    return tuple(args)
+
+
+def bridge_overrides(config: Config) -> tuple[str, ...]:
+    window = _native_window(config)
+    if window is None:
+        return ()
+    start, end, ranks = window
+    listed = ",".join(map(str, ranks)) if ranks is not None else ""
+    return (
+        "profiling.use_nsys_profiler=true",
+        f"profiling.profile_step_start={start}",
+        f"profiling.profile_step_end={end}",
+        # Megatron Bridge >= 0.5 (NeMo Framework 26.06): an empty list records every rank.
+        f"profiling.profile_ranks=[{listed}]",
+    )
+
+
+def _megatron(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, MegatronSettings)
+    return Program(
+        command=(*_torchrun(config, shell, s.rdzv_port), s.script, *s.args, *megatron_args(config)),
+        env=step_window_env(config),
+        needs_head_node=True,
+        site=uses_site(config),
+        files=_step_files(config),
+    )
+
+
+def _bridge(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, BridgeSettings)
+    return Program(
         command=(
-            "torchrun",
-            f"--nproc_per_node={config.cluster.gpus_per_node}",
-            ShellExpr(f"--nnodes={shell.nnodes}"),
-            ShellExpr(f"--rdzv_id={shell.job_id}"),
-            "--rdzv_backend=c10d",
-            ShellExpr(f"--rdzv_endpoint={shell.head_node}:{s.rdzv_port}"),
+            *_torchrun(config, shell, s.rdzv_port),
             s.script,
-            *s.args,
+            f"--recipe={s.recipe}",
+            *s.overrides,
+            *bridge_overrides(config),
         ),
         env=step_window_env(config),
         needs_head_node=True,
@@ -302,6 +435,36 @@ NEMO_STEPS = StepRanges(
 
 
 @dataclass(frozen=True)
+class NativeWindow:
+    """A framework that opens the step window itself, in words for plan and the README."""
+
+    method: str  # how its window is asked for
+    numbering: str  # what its step N is
+    # The helper's counter in the framework's own loop (step_method=hook numbers as it logs).
+    at_step: str | None = None
+    scope: str = ""
+    first: int = 0  # the first step it numbers (Megatron counts iterations from 1)
+
+
+# Megatron-LM and Megatron Bridge: `iteration` (train_state.step) counts completed iterations
+# and is incremented after the optimizer step; the log prints it incremented.
+MEGATRON_NUMBERING = (
+    "the iteration Megatron logs as `iteration N` (from 1); with step_method=hook the helper reads "
+    "the same counter while the optimizer steps"
+)
+# Megatron's reports hold no range per iteration (its --nvtx-ranges are module ranges).
+MEGATRON_STEPS = StepRanges(
+    regex=r"(?!)",
+    numbered=False,
+    unopened="Megatron did not get its --profile arguments, or the rank is not in --profile-ranks",
+    unmarked=(
+        "Megatron marks no range per iteration: the window opened, which steps it holds is not "
+        "checked (capture.step_method=hook marks and proves them)"
+    ),
+)
+
+
+@dataclass(frozen=True)
 class WorkloadKind:
     settings: Callable[[Block], WorkloadSettings]  # types the workload.<kind> block
     program: Callable[[Config, LaunchShell], Program]
@@ -314,6 +477,7 @@ class WorkloadKind:
     step_methods: tuple[str, ...] = ()
     # with native windows: the zero-patch helper marks each step and optimizer step
     marks_native: bool = False
+    native: NativeWindow | None = None  # the framework's own window (step_method=native)
 
 
 _EVERY_LAUNCH: tuple[Launch, ...] = ("per_gpu", "per_node")
@@ -354,6 +518,10 @@ WORKLOADS: dict[str, WorkloadKind] = {
         uses_nccl=True,
         launches=_EVERY_LAUNCH,
         step_methods=("native",),
+        native=NativeWindow(
+            "native (NeMo 1.x model.nsys_profile.* overrides in nemo-overrides.txt)",
+            "NeMo's trainer.global_step (optimizer steps taken, from 0)",
+        ),
     ),
     "fsdp": WorkloadKind(
         settings=_typed(FsdpSettings),
@@ -364,6 +532,43 @@ WORKLOADS: dict[str, WorkloadKind] = {
         uses_nccl=True,
         launches=("per_node",),  # one torchrun per node (the schema says so too)
         step_methods=("hook", "patch"),
+    ),
+    "megatron": WorkloadKind(
+        settings=_typed(MegatronSettings),
+        program=_megatron,
+        files=_step_files,
+        step_capture=True,
+        step_ranges=MEGATRON_STEPS,
+        uses_nccl=True,
+        launches=("per_node",),
+        step_methods=("native", "hook"),
+        native=NativeWindow(
+            "native (Megatron-LM's --profile --profile-step-start=FIRST-1 "
+            "--profile-step-end=LAST --profile-ranks)",
+            MEGATRON_NUMBERING,
+            "iteration + 1",
+            "training.py:train",
+            first=1,
+        ),
+    ),
+    "bridge": WorkloadKind(
+        settings=_typed(BridgeSettings),
+        program=_bridge,
+        files=_step_files,
+        step_capture=True,
+        step_ranges=MEGATRON_STEPS,
+        uses_nccl=True,
+        launches=("per_node",),
+        step_methods=("native", "hook"),
+        native=NativeWindow(
+            "native (Megatron Bridge's profiling.use_nsys_profiler=true, "
+            "profiling.profile_step_start=FIRST-1, profiling.profile_step_end=LAST, "
+            "profiling.profile_ranks)",
+            MEGATRON_NUMBERING,
+            "train_state.step + 1",
+            "train.py:train",
+            first=1,
+        ),
     ),
     "python": WorkloadKind(
         settings=_typed(PythonSettings),

@@ -85,14 +85,18 @@ def parse(stdout: str, stderr: str = "") -> Run:
         elif event == "pop":
             label, ended = None, label
         else:
-            if event.startswith("log ") and ended is not None and ended != f"step {words[2]}":
-                # A script logs a step after its optimizer step: the range that ended last.
-                run.mismatched.append(f"{ended} logged as {event}")
-            if event.startswith("mark "):
-                if label is None:
-                    run.outside_marks += 1
-                elif label != f"step {words[5]}":
-                    run.mismatched.append(f"{label} marked as {event}")
-            if label is not None:
-                run.steps[label].append(event)
+            _other(run, event, words, label, ended)
     return run
+
+
+def _other(run: Run, event: str, words: list[str], label: str | None, ended: str | None) -> None:
+    if event.startswith("log ") and ended is not None and ended != f"step {words[2]}":
+        # A script logs a step after its optimizer step: the range that ended last.
+        run.mismatched.append(f"{ended} logged as {event}")
+    if event.startswith("mark "):
+        if label is None:
+            run.outside_marks += 1
+        elif label != f"step {words[5]}":
+            run.mismatched.append(f"{label} marked as {event}")
+    if label is not None:
+        run.steps[label].append(event)

@@ -144,7 +144,10 @@ def test_zero_patch_window_holds_exactly_the_steps(
 
 def test_the_scripts_counter_numbers_the_steps(tmp_path: Path) -> None:
     # global_step is logged after its increment: the step the script logs as 3 is step 3.
-    more = {"NSYSGEN_PROFILE_STEP_EXPR": "global_step + 1", "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>"}
+    more = {
+        "NSYSGEN_PROFILE_STEP_EXPR": "global_step + 1",
+        "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>",
+    }
     run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
     assert run.recorded == ["step 3", "step 4", "step 5"]
     assert not run.mismatched
@@ -155,7 +158,10 @@ def test_the_scripts_counter_numbers_the_steps(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_counter_falls_back_and_says_why(tmp_path: Path) -> None:
-    more = {"NSYSGEN_PROFILE_STEP_EXPR": "no_such_name", "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>"}
+    more = {
+        "NSYSGEN_PROFILE_STEP_EXPR": "no_such_name",
+        "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>",
+    }
     run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
     assert run.recorded == ["step 3", "step 4", "step 5"]
     assert "cannot read no_such_name in train.py:<module>" in run.stderr
@@ -207,9 +213,24 @@ def test_a_run_that_ends_inside_the_window_says_so(tmp_path: Path) -> None:
     "env",
     [
         {},
-        {"NSYSGEN_PROFILE_FIRST_STEP": "1", "NSYSGEN_PROFILE_LAST_STEP": "3", "RANK": "1", "NSYSGEN_PROFILE_RANKS": "0"},
-        {"NSYSGEN_PROFILE_FIRST_STEP": "x", "NSYSGEN_PROFILE_LAST_STEP": "3", "RANK": "0", "NSYSGEN_PROFILE_RANKS": "0"},
-        {**WINDOW, "NSYSGEN_PROFILE_FIRST_STEP": "1", "NSYSGEN_PROFILE_LAST_STEP": "3", "NSYSGEN_PROFILE_OPTIMIZER_STEPS": "0"},
+        {
+            "NSYSGEN_PROFILE_FIRST_STEP": "1",
+            "NSYSGEN_PROFILE_LAST_STEP": "3",
+            "RANK": "1",
+            "NSYSGEN_PROFILE_RANKS": "0",
+        },
+        {
+            "NSYSGEN_PROFILE_FIRST_STEP": "x",
+            "NSYSGEN_PROFILE_LAST_STEP": "3",
+            "RANK": "0",
+            "NSYSGEN_PROFILE_RANKS": "0",
+        },
+        {
+            **WINDOW,
+            "NSYSGEN_PROFILE_FIRST_STEP": "1",
+            "NSYSGEN_PROFILE_LAST_STEP": "3",
+            "NSYSGEN_PROFILE_OPTIMIZER_STEPS": "0",
+        },
     ],
     ids=["no-variables", "other-rank", "bad-step", "bad-optimizer-steps"],
 )

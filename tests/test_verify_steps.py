@@ -16,6 +16,7 @@ from nsysgen.verify_expect import expectations
 from tests.stepruns import run_script
 from tests.test_step_helper import CONTINUE, ENGINE, GAN, window
 
+
 def expect(*overrides: str) -> dict[str, object]:
     composed = Composer().compose(["cluster=local", "workload=python", "capture=steps", *overrides])
     return expectations(model.from_dict(composed.data))
@@ -39,7 +40,9 @@ def test_a_right_window_is_complete(tmp_path: Path, source: str, mode: str) -> N
 def test_two_optimizers_need_the_setting(tmp_path: Path) -> None:
     contents = report_of(tmp_path, GAN, "hook")
     found = check_contents(expect("capture.first_step=3", "capture.last_step=5"), contents, False)
-    assert found.problems == ["2 optimizers take turns (Adam#0, Adam#1): each iteration is 2 step ranges"]
+    assert found.problems == [
+        "2 optimizers take turns (Adam#0, Adam#1): each iteration is 2 step ranges"
+    ]
     assert found.causes == ["several optimizers step each iteration: set capture.optimizer_steps=2"]
     (tmp_path / "paired").mkdir()
     paired = report_of(tmp_path / "paired", GAN, "hook", NSYSGEN_PROFILE_OPTIMIZER_STEPS="2")
@@ -78,12 +81,19 @@ def test_an_epoch_loop_is_named() -> None:
     spans = [(0, 100, "step 3"), (101, 200, "step 4"), (201, 300, "step 5")]
     marks = [(t, f"nsysgen optimizer step {3 + t // 101} SGD#0") for t in range(5, 300, 25)]
     found = check_contents(STEPS, _contents(spans, marks), False)
-    assert "optimizer steps in one step range: the patched loop is not the step loop" in found.causes[0]
+    assert (
+        "optimizer steps in one step range: the patched loop is not the step loop"
+        in found.causes[0]
+    )
 
 
 def test_numbers_off_by_one_are_named() -> None:
     spans = [(0, 9, "step 3"), (10, 19, "step 4"), (20, 29, "step 5")]
-    marks = [(8, "nsysgen optimizer step 4 AdamW#0"), (18, "nsysgen optimizer step 5 AdamW#0"), (28, "nsysgen optimizer step 6 AdamW#0")]
+    marks = [
+        (8, "nsysgen optimizer step 4 AdamW#0"),
+        (18, "nsysgen optimizer step 5 AdamW#0"),
+        (28, "nsysgen optimizer step 6 AdamW#0"),
+    ]
     found = check_contents(STEPS, _contents(spans, marks), False)
     assert found.problems == ["step numbers differ from the optimizer step's own by 1"]
     assert found.causes == [
@@ -101,7 +111,11 @@ def test_unmarked_reports_are_noted_not_failed() -> None:
 
 def test_a_skipped_step_is_a_note() -> None:
     spans = [(0, 9, "step 3"), (10, 19, "step 4"), (20, 29, "step 5")]
-    marks = [(8, "nsysgen optimizer step 3 SGD#0"), (18, "nsysgen optimizer step 4 SGD#0 skipped"), (28, "nsysgen optimizer step 5 SGD#0")]
+    marks = [
+        (8, "nsysgen optimizer step 3 SGD#0"),
+        (18, "nsysgen optimizer step 4 SGD#0 skipped"),
+        (28, "nsysgen optimizer step 5 SGD#0"),
+    ]
     found = check_contents(STEPS, _contents(spans, marks), False)
     assert found.status == "ok"
     assert "1 optimizer step skipped by GradScaler (inf/nan)" in found.notes

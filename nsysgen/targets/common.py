@@ -95,7 +95,7 @@ def training_patch(config: Config) -> ArtifactSpec:
     return ArtifactSpec(
         path=PATCH_FILE,
         template="common/training-loop.patch.j2",
-        context={"diff": patch.diff, "source": patch.source},
+        context={"diff": patch.diff, "source": patch.source, "detected": patch.detected},
     )
 
 
@@ -114,7 +114,9 @@ def workload_files(config: Config) -> list[ArtifactSpec]:
             )
         )
     if SITE_FILE in files:
-        specs.append(ArtifactSpec(path=SITE_FILE, template="common/sitecustomize.py.j2", context={}))
+        specs.append(
+            ArtifactSpec(path=SITE_FILE, template="common/sitecustomize.py.j2", context={})
+        )
     if WINDOW_HELPER_FILE in files:
         specs.append(
             ArtifactSpec(

@@ -259,6 +259,7 @@ def _readme(
             "collector_args": list(plan.collector_args),
             "report_pattern": report_output(config) + ".nsys-rep",
             "step_env": dict(program(config, SHELL).env),
+            "steps": plan.steps,
             "recipe_folders": [run.folder for run in recipe_runs(config)],
             "signal": teardown_options(config).get("signal"),
             "write_s": write_seconds(config),

@@ -14,7 +14,7 @@ from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
 from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
 from nsysgen.recipes import recipe_runs
-from nsysgen.render import ArtifactSpec
+from nsysgen.render import ArtifactSpec, header, render_template
 from nsysgen.targets.common import recipes_script, upload_script, workload_files
 from nsysgen.targets.eks.injection import (
     injection_issues,
@@ -23,7 +23,7 @@ from nsysgen.targets.eks.injection import (
     torchrun_args,
 )
 from nsysgen.targets.eks.settings import EksSettings
-from nsysgen.workloads import step_window_env, typed_block
+from nsysgen.workloads import SITE_FILE, step_window_env, typed_block, uses_site
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 # What the training operator and the kubelet set in a PyTorchJob pod.
@@ -229,6 +229,30 @@ def profile_config(config: Config, plan: ProfilePlan) -> dict[str, Any]:
 
 
 NSYS_TMP = "/nsys-tmp"  # an emptyDir: writable and exec-able whatever the image's /tmp is
+SITE_MOUNT = "/nsysgen-site"  # the zero-patch step helper, from the job's ConfigMap
+SITE_VOLUME = "nsysgen-site"
+SITE_CONFIGMAP_FILE = "nsysgen-site-configmap.yaml"
+
+
+def _site_configmap_name(config: Config) -> str:
+    return f"{config.job.name}-nsysgen-site"
+
+
+def site_configmap(config: Config) -> dict[str, Any]:
+    """The ConfigMap that carries the zero-patch helper into every pod (kubectl apply it with
+    the job)."""
+    text = render_template("common/sitecustomize.py.j2", header=header("#"))
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": _site_configmap_name(config),
+            "namespace": eks_settings(config).namespace,
+        },
+        "data": {"sitecustomize.py": text},
+    }
+
+
 TRAINER_STEP = "node"  # the torch-distributed runtime's replicated job and container
 
 
@@ -237,9 +261,13 @@ def _env(config: Config) -> list[dict[str, Any]]:
     # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
     # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
     tmpdir = [] if "TMPDIR" in dict(config.cluster.env) else [("TMPDIR", NSYS_TMP)]
+    values = dict([*config.cluster.env, *step_window_env(config), *tmpdir])
+    if uses_site(config):
+        # Container env replaces the image's PYTHONPATH: keep the one the config sets.
+        theirs = values.get("PYTHONPATH")
+        values["PYTHONPATH"] = f"{SITE_MOUNT}:{theirs}" if theirs else SITE_MOUNT
     env: list[dict[str, Any]] = [
-        {"name": name, "value": value}
-        for name, value in sorted([*config.cluster.env, *step_window_env(config), *tmpdir])
+        {"name": name, "value": value} for name, value in sorted(values.items())
     ]
     env += [
         {"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}}
@@ -267,6 +295,8 @@ def _mounts(config: Config) -> list[dict[str, Any]]:
     ]
     if _reports_on_pvc(config):
         mounts.append({"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs})
+    if uses_site(config):
+        mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
     return mounts
 
 
@@ -278,6 +308,9 @@ def _volumes(config: Config) -> list[dict[str, Any]]:
     if _reports_on_pvc(config):
         claim = {"claimName": eks_settings(config).reports_pvc}
         volumes.append({"name": REPORTS_VOLUME, "persistentVolumeClaim": claim})
+    if uses_site(config):
+        configmap = {"name": _site_configmap_name(config)}
+        volumes.append({"name": SITE_VOLUME, "configMap": configmap})
     return volumes
 
 
@@ -589,9 +622,14 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job}),
         ArtifactSpec("label-namespace.sh", "eks/label-namespace.sh.j2", context, True),
         recipes_script(config),
-        *workload_files(config),
+        # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
+        *[spec for spec in workload_files(config) if spec.path != SITE_FILE],
         *_verify_files(config),
     ]
+    if uses_site(config):
+        specs.append(
+            ArtifactSpec(SITE_CONFIGMAP_FILE, "common/yaml.j2", {"data": site_configmap(config)})
+        )
     upload = upload_script(config)
     if upload is not None:
         specs.append(upload)
@@ -633,6 +671,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "tool_args": tool_args(config, plan),
         "collector_args": list(plan.collector_args),
         "step_env": dict(step_window_env(config)),
+        "steps": plan.steps,
         "recipe_folders": [run.folder for run in recipe_runs(config)],
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
