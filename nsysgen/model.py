@@ -93,8 +93,8 @@ class Capture:
     duration: int | None = None
     first_step: int | None = None
     last_step: int | None = None
-    step_method: str = "auto"  # auto | hook | patch | native (capture=steps)
-    optimizer_steps: int = 1  # optimizer steps that make one training step
+    step_method: str | None = None  # auto | hook | patch | native (capture=steps)
+    optimizer_steps: int | None = None  # optimizer steps that make one training step
     nvtx_range: str | None = None
     nvtx_domain: str | None = None
     s3_uri: str | None = None  # reports are copied there after the run
@@ -248,8 +248,8 @@ def capture_from(cap: Block) -> Capture:
         duration=cap.get("duration"),
         first_step=cap.get("first_step"),
         last_step=cap.get("last_step"),
-        step_method=cap.get("step_method", "auto"),
-        optimizer_steps=cap.get("optimizer_steps", 1),
+        step_method=cap.get("step_method"),
+        optimizer_steps=cap.get("optimizer_steps"),
         nvtx_range=cap.get("nvtx_range"),
         s3_uri=cap.get("s3_uri"),
         nvtx_domain=cap.get("nvtx_domain"),

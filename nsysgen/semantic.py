@@ -87,7 +87,7 @@ def _step_window(config: Config) -> Iterator[Issue]:
             f"call cudaProfilerStart (allowed: window, nvtx)",
         )
     methods = workload_kind(config).step_methods
-    if methods and capture.step_method not in ("auto", *methods):
+    if methods and (capture.step_method or "auto") not in ("auto", *methods):
         yield Issue(
             "capture.step_method",
             f"workload kind {config.workload.kind} cannot record steps by "

@@ -117,7 +117,7 @@ def expectations(config: Config, plan: ProfilePlan | None = None) -> dict[str, A
             "nvtx_range": capture.nvtx_range,
             "steps": _step_ranges(config),
             # The step helper marks every optimizer step: verify counts them per step range.
-            "optimizer_steps": capture.optimizer_steps if marks_steps(config) else None,
+            "optimizer_steps": (capture.optimizer_steps or 1) if marks_steps(config) else None,
         },
         "trace": list(capture.trace),
         "collectors": {"gpu_metrics": capture.gpu_metrics, "efa_metrics": capture.efa_metrics},

@@ -122,7 +122,7 @@ def step_method(config: Config) -> str | None:
     if config.capture.mode != "steps":
         return None
     methods = workload_kind(config).step_methods
-    chosen = config.capture.step_method
+    chosen = config.capture.step_method or "auto"
     if chosen == "auto":
         return methods[0] if methods else None
     return chosen
@@ -139,7 +139,7 @@ def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
         ("NSYSGEN_PROFILE_LAST_STEP", str(capture.last_step)),
         ("NSYSGEN_PROFILE_RANKS", window_ranks(config)),
     ]
-    if capture.optimizer_steps != 1:
+    if (capture.optimizer_steps or 1) != 1:
         env.append(("NSYSGEN_PROFILE_OPTIMIZER_STEPS", str(capture.optimizer_steps)))
     source, native = config.training_patch, workload_kind(config).native
     if method == "hook" and source is not None and source.at_step is not None:

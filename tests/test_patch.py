@@ -41,17 +41,18 @@ def test_patch_matches_golden(name: str, request: pytest.FixtureRequest) -> None
 @pytest.mark.parametrize(
     ("name", "begin", "steps_by"),
     [
-        ("fsdp_train.py", "        _nsysgen_window.begin(batch_idx)  # nsysgen", "enumerate index"),
-        ("ddp_train.py", "            _nsysgen_window.begin(global_step)  # nsysgen", "counter"),
-        ("plain_loop.py", "    _nsysgen_window.begin(step)  # nsysgen", "range variable"),
-        ("while_loop.py", "        _nsysgen_window.begin(step)  # nsysgen", "while counter"),
-        ("function_loop.py", "            _nsysgen_window.begin()  # nsysgen", "helper's count"),
+        ("fsdp_train.py", "        _nsysgen_window.open(batch_idx)  # nsysgen", "enumerate index"),
+        ("ddp_train.py", "            _nsysgen_window.open(global_step)  # nsysgen", "counter"),
+        ("plain_loop.py", "    _nsysgen_window.open(step)  # nsysgen", "range variable"),
+        ("while_loop.py", "        _nsysgen_window.open(step)  # nsysgen", "while counter"),
+        ("function_loop.py", "            _nsysgen_window.open()  # nsysgen", "helper's count"),
     ],
 )
 def test_patch_finds_the_training_loop(name: str, begin: str, steps_by: str) -> None:
     patched = patch_source(source_of(name), HELPER).splitlines()
     assert patched.count(begin) == 1, steps_by
-    assert sum(line.endswith("_nsysgen_window.end()  # nsysgen") for line in patched) in (1, 2)
+    # The step ends at the optimizer step (the helper's hook): no line marks the end.
+    assert sum(line.endswith("# nsysgen") for line in patched) == 1
     assert patched.count("_nsysgen_window = _NsysgenStepWindow()") == 1
 
 
@@ -89,9 +90,7 @@ class StepWindow(Protocol):
 
     active: bool
 
-    def begin(self, step: int) -> None: ...
-
-    def end(self) -> None: ...
+    def open(self, step: int) -> None: ...
 
 
 def test_patched_script_does_nothing_without_the_window_variables(tmp_path: Path) -> None:
@@ -103,8 +102,7 @@ def test_patched_script_does_nothing_without_the_window_variables(tmp_path: Path
     exec(patched[start:end], namespace)  # noqa: S102 - the generated helper itself
     window: StepWindow = namespace["_nsysgen_window"]
     for step in range(3):
-        window.begin(step)
-        window.end()
+        window.open(step)
     assert window.active is False
 
 
@@ -178,11 +176,7 @@ def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message
 def test_loop_line_picks_one_of_several_loops() -> None:
     source = "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n"
     patched = patch_source(source, HELPER, loop_line=3)
-    assert patched.endswith(
-        "for c in d:\n    _nsysgen_window.begin()  # nsysgen\n"
-        "    l.backward()\n    _nsysgen_window.end()  # nsysgen\n"
-        "_nsysgen_window.end()  # nsysgen\n"
-    )
+    assert patched.endswith("for c in d:\n    _nsysgen_window.open()  # nsysgen\n    l.backward()\n")
 
 
 def test_compile_writes_the_patch_and_reports_errors(
@@ -230,7 +224,7 @@ def test_compile_writes_the_patch_and_reports_errors(
 def test_step_expr_names_the_counter() -> None:
     source = "while True:\n    loss.backward()\n    opt.step()\n    done += 1\n"
     patched = patch_source(source, HELPER, step_expr=" state['step'] ")
-    assert "    _nsysgen_window.begin(state['step'])  # nsysgen\n" in patched
+    assert "    _nsysgen_window.open(state['step'])  # nsysgen\n" in patched
     with pytest.raises(PatchError) as error:
         patch_source(source, HELPER, step_expr="step +")
     assert error.value.setting == "step_expr"

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,6 +25,11 @@ from torch import optim as optim
 
 def _event(*words: object) -> None:
     print("@@", *words, flush=True)
+    folder = os.environ.get("STANDIN_EVENTS")
+    if folder:  # one file per Slurm task (or process): what each rank asked of torch
+        rank = os.environ.get("SLURM_PROCID") or str(os.getpid())
+        with Path(folder, f"events.{rank}").open("a", encoding="utf-8") as file:
+            print("@@", *words, file=file)
 
 
 _graph_task = [-1]
