@@ -44,9 +44,21 @@ def shjoin(values: Iterable[object]) -> str:
     return " ".join(shquote(value) for value in values)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (a script in a ConfigMap) as literal blocks: readable in review."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def to_yaml(data: object) -> str:
     """Block-style YAML with sorted keys: stable diffs, and it round-trips (tests check)."""
-    text = yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=1000)
+    text = yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1000)
     return text.rstrip("\n")
 
 
