@@ -5,6 +5,7 @@ accept, patched scripts that compile, idempotence."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from nsysgen.patch import PatchError, analyse, patch_source, strip, unified_patch
+from nsysgen.patching.find import ACCUMULATIONS
 from nsysgen.render import render_template
 from tests.conftest import REPO
 
@@ -47,8 +49,8 @@ def diff_for(entry: dict[str, Any]) -> str:
 
 
 def test_corpus_is_large_and_permissive() -> None:
-    assert len(ENTRIES) >= 15
-    assert len({entry["repo"] for entry in ENTRIES}) >= 8
+    assert len(ENTRIES) >= 30
+    assert len({entry["repo"] for entry in ENTRIES}) >= 18
     assert {entry["license"] for entry in ENTRIES} <= {"MIT", "BSD-3-Clause", "Apache-2.0"}
     for entry in ENTRIES:
         assert (CORPUS / entry["license_file"]).is_file(), entry["file"]
@@ -71,6 +73,24 @@ def test_step_loop_and_numbering(entry: dict[str, Any]) -> None:
         entry["step"],
         entry["counter"],
     )
+    assert (found.at_step, found.scope, found.accumulation) == (
+        entry["at_step"],
+        entry["scope"],
+        entry["accumulation"],
+    )
+    assert found.accumulation in ACCUMULATIONS
+    for expression in (found.step, found.at_step):
+        if expression is not None:
+            ast.parse(expression, mode="eval")  # open() and the helper evaluate them
+    # The scope is the function that holds the loop: the helper finds at_step's frame by it.
+    holder = [
+        node.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno < found.node.lineno <= (node.end_lineno or 0)
+    ]
+    assert found.scope == (holder[-1] if holder else "<module>")
+    assert entry["pattern"]
     site = found.site
     ends = "every iteration" if site.block is None else f"block at line {site.block[0].lineno}"
     ends += f" when {site.when}" if site.when else ""

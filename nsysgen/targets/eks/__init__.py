@@ -289,7 +289,7 @@ def _reports_on_pvc(config: Config) -> bool:
 
 
 def _mounts(config: Config) -> list[dict[str, Any]]:
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "nsys-tmp", "mountPath": NSYS_TMP},
     ]
