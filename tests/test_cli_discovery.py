@@ -217,6 +217,7 @@ def test_check_works_from_any_directory(tmp_path: Path) -> None:
         "workload=python",
         "capture=steps",
         "workload.python.source=train/train.py",
+        "workload.python.script=/fsx/repo/train/train.py",
     ]
     assert run_nsysgen_process(*args, cwd=repo).code == 0
     elsewhere = tmp_path / "elsewhere"

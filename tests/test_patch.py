@@ -191,6 +191,8 @@ def test_compile_writes_the_patch_and_reports_errors(
         "workload=python",
         "capture=steps",
         f"workload.python.source={source}",
+        f"workload.python.script=/fsx/repo/{source}",
+        "capture.step_method=patch",
         "job.name=patched",
         f"output_dir={out}",
     )
@@ -244,6 +246,7 @@ def test_cli_names_the_setting_to_fix(
         "workload=python",
         "capture=steps",
         "workload.python.source=tests/training_scripts/plain_loop.py",
+        "workload.python.script=/fsx/repo/tests/training_scripts/plain_loop.py",
         f"output_dir={tmp_path}",
     )
     bad = run_cli(*common, "workload.python.step_expr='step +'")
