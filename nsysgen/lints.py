@@ -8,6 +8,7 @@ the one table of both.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from collections.abc import Callable, Iterator
@@ -18,7 +19,9 @@ from nsysgen.model import Config, Severity
 from nsysgen.overhead import THRESHOLD_PERCENT
 from nsysgen.plan import ProfilePlan
 from nsysgen.secrets import find_secrets
+from nsysgen.step_args import step_limit
 from nsysgen.teardown import no_room_to_write
+from nsysgen.workloads import ScriptSettings, workload_kind
 
 if TYPE_CHECKING:
     from nsysgen.targets.base import Target
@@ -192,6 +195,89 @@ def _slows_the_job(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str
         )
 
 
+def _source_not_run(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    # workload.<kind>.source is the script nsysgen reads (and patches) here; the job runs
+    # workload.<kind>.script on the cluster. Seen: source set, script left at the packaged
+    # sample, and the job ran the sample without the step window.
+    settings = config.workload.settings
+    if config.capture.mode != "steps" or not isinstance(settings, ScriptSettings):
+        return
+    if not settings.source:
+        return
+    # The schemas keep both free of `..`: source is relative (to the repository root), script
+    # absolute, so the script must be the source's path under some folder of the cluster.
+    source = posixpath.normpath(settings.source)
+    script = posixpath.normpath(settings.script)
+    if script == source or script.endswith("/" + source):
+        return
+    block = f"workload.{config.workload.kind}"
+    yield (
+        f"{block}.script",
+        f"{block}.source={settings.source} is the script nsysgen reads for the step window, but "
+        f"the job runs {block}.script={settings.script}, another file: the window would not be "
+        f"in the program that runs (allowed: a {block}.script that ends with /{source})",
+    )
+
+
+def _step_window_past_limit(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    # The end the plan computes (plan.window_end_s), the one `nsysgen plan` shows.
+    end, limit = plan.window_end_s, plan.time_limit_s
+    if config.capture.mode != "steps" or end is None or end <= limit:
+        return
+    yield (
+        "capture.last_step",
+        f"the step window ends about {end:.0f} s after the training loop starts, after the "
+        f"job's time limit of {limit} s (job.time_limit_min={config.job.time_limit_min}) even "
+        f"before the job's startup is counted: {plan.window}; the job is stopped before it "
+        f"records step {config.capture.last_step} (allowed: a window that ends by {limit} s)",
+    )
+
+
+def _script_arguments(config: Config) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """The argument lists nsysgen passes to the workload's program as written in its block:
+    every `args` (argparse flags) or `overrides` (Hydra) field of the workload's settings."""
+    settings = config.workload.settings
+    for item in dataclasses.fields(settings):
+        value = getattr(settings, item.name)
+        if item.name in ("args", "overrides") and isinstance(value, tuple):
+            words = tuple(word for word in value if isinstance(word, str))
+            if len(words) == len(value):
+                yield f"workload.{config.workload.kind}.{item.name}", words
+
+
+def _steps_past_the_run(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    capture = config.capture
+    if capture.mode != "steps":
+        return
+    first, last = capture.first_step or 0, capture.last_step or 0
+    # Steps are numbered from 0 (capture.*_step), or as a framework with its own window
+    # numbers them (Megatron logs iterations from 1).
+    native = workload_kind(config).native
+    start = native.first if native is not None else 0
+    numbered = (
+        f"{config.workload.kind} numbers its steps from {start}"
+        if native is not None
+        else f"steps are numbered from {start}"
+    )
+    for path, args in _script_arguments(config):
+        limit = step_limit(args)
+        if limit is None:
+            continue
+        end = start + limit.steps  # the first step the run does not reach
+        if last < end:
+            continue
+        lost = f"step {last} never runs" if last == end else f"steps {end}..{last} never run"
+        what = "the window never opens" if first >= end else f"the window is cut short: {lost}"
+        yield (
+            f"{path}[{limit.index}]",
+            f"{limit.text} ends the run after {limit.steps} steps, but the window records steps "
+            f"{first}..{last} (capture.first_step..last_step): {what} (assumed: {numbered}, as "
+            f"capture.*_step count them, so a run of {limit.steps} steps runs steps "
+            f"{start}..{end - 1} and ends before step {end}) (allowed: capture.last_step <= "
+            f"{end - 1}, or a step limit of at least {last - start + 1})",
+        )
+
+
 CORE_LINTS: tuple[Lint, ...] = (
     Lint(
         "NSG001",
@@ -277,6 +363,30 @@ CORE_LINTS: tuple[Lint, ...] = (
         "end the capture earlier or raise job.time_limit_min (see README, Teardown)",
         "warning",
         no_room_to_write,
+    ),
+    Lint(
+        "NSG015",
+        "`source` is not the file the job runs",
+        "set workload.<kind>.script to where the source lives on the cluster, e.g. "
+        "${cluster.shared_fs}/<repo>/<source>",
+        "error",
+        _source_not_run,
+    ),
+    Lint(
+        "NSG016",
+        "a step window that cannot end before the job's time limit",
+        "record earlier steps (capture.first_step/last_step) or raise job.time_limit_min; "
+        "workload.estimate.step_seconds sets the pace",
+        "error",
+        _step_window_past_limit,
+    ),
+    Lint(
+        "NSG017",
+        "the script's own arguments rule out the window (its step limit ends the run first)",
+        "keep capture.last_step within the steps the script runs (its --max_steps, "
+        "--train-iters, trainer.max_steps, ...) or raise that limit",
+        "error",
+        _steps_past_the_run,
     ),
 )
 

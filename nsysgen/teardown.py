@@ -56,7 +56,7 @@ def no_room_to_write(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, s
     """Lint: the planned capture ends so close to the time limit that the report cannot be
     written before Slurm's SIGTERM (and SIGKILL after KillWait)."""
     end, limit = plan.window_end_s, plan.time_limit_s
-    if end is None or end > limit:  # open-ended, or NSG003's error
+    if end is None or end > limit:  # open-ended, or NSG003's (NSG016's for steps) error
         return
     need = write_seconds(config)
     if end + need > limit:

@@ -4,16 +4,21 @@ writes nothing and answers for a 1000-node cluster; golden plans for the experim
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from nsysgen.lints import all_lints
+from nsysgen.step_args import StepLimit, step_limit
 from tests.conftest import EXPERIMENTS, REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
 # lint -> (overrides that fire it, overrides right next to them that do not)
 EKS = ["target=eks", "workload=fsdp", "workload.container_image=registry.example.com/fsdp:1"]
+# A script in this repository that the step window can be put in (paths relative to REPO).
+SOURCE = "tests/training_scripts/plain_loop.py"
+STEPS = ["workload=fsdp", "capture=steps"]
 CASES = {
     "NSG001": (
         ["capture.ranks=all", 'capture.extra_args=["--gpu-metrics-devices=all"]'],
@@ -67,6 +72,26 @@ CASES = {
         [*EKS, "capture=steps", "capture.ranks=[0]"],
         [*EKS, "capture=steps", "capture.ranks=[0,8]"],
     ),
+    # workload.python.script is ${cluster.shared_fs}/train.py: not the source's file.
+    "NSG015": (
+        ["workload=python", "capture=steps", f"workload.python.source={SOURCE}"],
+        [
+            "workload=python",
+            "capture=steps",
+            f"workload.python.source={SOURCE}",
+            f"workload.python.script=/fsx/nsysgen/{SOURCE}",
+        ],
+    ),
+    # (last_step + 1) x 2.0 s: 4010 s > 3600 s; 1800 x 2.0 s = 3600 s fits.
+    "NSG016": (
+        [*STEPS, "capture.first_step=2000", "capture.last_step=2004"],
+        [*STEPS, "capture.first_step=1795", "capture.last_step=1799"],
+    ),
+    # workload.fsdp.args holds --max_steps=100: steps 0..99.
+    "NSG017": (
+        [*STEPS, "capture.first_step=100", "capture.last_step=104"],
+        [*STEPS, "capture.first_step=95", "capture.last_step=99"],
+    ),
 }
 
 
@@ -82,7 +107,10 @@ def test_every_lint_has_a_case() -> None:
 
 
 @pytest.mark.parametrize("lint", sorted(CASES))
-def test_lint_fires_and_its_neighbour_does_not(lint: str, run_cli: RunCli) -> None:
+def test_lint_fires_and_its_neighbour_does_not(
+    lint: str, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)  # workload.<kind>.source is relative to the working directory
     firing, quiet = CASES[lint]
     assert lint in fired(run_cli, firing)
     assert lint not in fired(run_cli, quiet)
@@ -192,3 +220,164 @@ def test_slowdown_lint_names_the_measured_remedies(run_cli: RunCli) -> None:
     warning = next(line for line in result.out.splitlines() if "NSG012" in line)
     assert "what the measurements support: record fewer ranks (capture.ranks)" in warning
     assert "capture.extra_args=['--cuda-graph-trace=node']" in warning
+
+
+def test_source_that_the_job_does_not_run_stops_the_compile(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen: the source was set, the script left at the packaged sample, which then ran.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train").mkdir()
+    shutil.copy(REPO / SOURCE, tmp_path / "train" / "train.py")
+    result = run_cli(*STEPS, "workload.fsdp.source=train/train.py")
+    assert result.code == 2
+    assert (
+        "  workload.fsdp.script: [NSG015] workload.fsdp.source=train/train.py is the script "
+        "nsysgen reads for the step window, but the job runs workload.fsdp.script=/fsx/"
+        "awsome-distributed-training/3.test_cases/pytorch/FSDP/src/train.py, another file: the "
+        "window would not be in the program that runs (allowed: a workload.fsdp.script that "
+        "ends with /train/train.py) (its value comes from cluster.shared_fs)"
+    ) in result.err.splitlines()
+    assert not (tmp_path / "generated").exists()
+    fixed = run_cli(
+        *STEPS,
+        "workload.fsdp.source=./train//train.py",
+        "workload.fsdp.script=${cluster.shared_fs}/my-repo/train/train.py",
+    )
+    assert fixed.code == 0, fixed.err
+    assert "NSG015" not in fixed.err
+
+
+def test_source_lint_sees_the_config_composed_through_a_config_dir_experiment(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train").mkdir()
+    shutil.copy(REPO / SOURCE, tmp_path / "train" / "train.py")
+    conf = tmp_path / "conf"
+    (conf / "experiment").mkdir(parents=True)
+    (conf / "cluster").mkdir()
+    (conf / "cluster" / "mine.yaml").write_text(
+        (REPO / "conf" / "cluster" / "p5.yaml")
+        .read_text()
+        .replace("name: p5", "name: mine")
+        .replace("shared_fs: /fsx", "shared_fs: /lustre")
+    )
+
+    def experiment(name: str, script: str) -> list[str]:
+        (conf / "experiment" / f"{name}.yaml").write_text(
+            "# @package _global_\ndefaults:\n  - override /cluster: mine\n"
+            "  - override /workload: fsdp\n  - override /capture: steps\n"
+            f"job:\n  name: {name}\nworkload:\n  fsdp:\n    source: train/train.py\n{script}"
+        )
+        return ["--config-dir", str(conf), f"experiment={name}"]
+
+    # The script the experiment leaves at the packaged sample, under the user's shared_fs.
+    wrong = run_cli("plan", "--json", *experiment("sample", ""))
+    assert wrong.code == 2
+    (finding,) = [f for f in json.loads(wrong.out)["lints"] if f["id"] == "NSG015"]
+    assert finding["path"] == "workload.fsdp.script"
+    assert "workload.fsdp.source=train/train.py" in finding["message"]
+    assert (
+        "workload.fsdp.script=/lustre/awsome-distributed-training/3.test_cases/pytorch/FSDP/src/"
+        "train.py, another file"
+    ) in finding["message"]
+    compiled = run_cli(*experiment("sample", ""), f"output_dir={tmp_path / 'out'}")
+    assert compiled.code == 2 and "workload.fsdp.script: [NSG015] " in compiled.err
+    # The experiment points the script at the source's place on the cluster.
+    script = "    script: ${cluster.shared_fs}/my-repo/train/train.py\n"
+    right = run_cli(*experiment("mine", script), f"output_dir={tmp_path / 'out'}")
+    assert right.code == 0, right.err
+    assert not (tmp_path / "out" / "sample").exists()
+
+
+def test_step_window_past_the_time_limit_stops_the_compile(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    command = [*STEPS, "capture.first_step=2000", "capture.last_step=2004"]
+    result = run_cli(*command)
+    assert result.code == 2
+    assert (
+        "  capture.last_step: [NSG016] the step window ends about 4010 s after the training "
+        "loop starts, after the job's time limit of 3600 s (job.time_limit_min=60) even before "
+        "the job's startup is counted: training steps 2000..2004 (about 4000 s to 4010 s after "
+        "the loop starts, at workload.estimate.step_seconds=2.0); the job is stopped before it "
+        "records step 2004 (allowed: a window that ends by 3600 s)"
+    ) in result.err.splitlines()
+    assert not (tmp_path / "generated").exists()
+    # The end the lint reads is the one `plan` shows.
+    plan = run_cli("plan", *command)
+    assert plan.code == 2
+    assert "; ends at 4010 s; job time limit 3600 s" in plan.out
+    longer = run_cli(*command, "job.time_limit_min=67", 'workload.fsdp.args=["--max_steps=3000"]')
+    assert longer.code == 0, longer.err
+
+
+def test_script_step_limit_below_the_window_stops_the_compile(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(*STEPS, "capture.first_step=100", "capture.last_step=104")
+    assert result.code == 2
+    assert (
+        "  workload.fsdp.args[9]: [NSG017] --max_steps=100 ends the run after 100 steps, but the "
+        "window records steps 100..104 (capture.first_step..last_step): the window never opens "
+        "(assumed: steps are numbered from 0, as capture.*_step count them, so a run of 100 "
+        "steps runs steps 0..99 and ends before step 100) (allowed: capture.last_step <= 99, or "
+        "a step limit of at least 105)"
+    ) in result.err.splitlines()
+    assert not (tmp_path / "generated").exists()
+    cut = run_cli("plan", *STEPS, "capture.first_step=98", "capture.last_step=100")
+    assert cut.code == 2 and "the window is cut short: step 100 never runs" in cut.out
+    nemo = run_cli("plan", "workload=nemo", "capture=steps", "capture.last_step=100")
+    assert nemo.code == 2
+    assert "NSG017 workload.nemo.overrides[2]: trainer.max_steps=100 ends the run" in nemo.out
+    # Megatron-LM and Megatron Bridge number their iterations from 1: 100 of them are 1..100.
+    for kind, path in (("megatron", "args[7]"), ("bridge", "overrides[0]")):
+        last = run_cli("plan", f"workload={kind}", "capture=steps", "capture.last_step=100")
+        assert last.code == 0 and "NSG017" not in last.out.split("passed:")[0], last.out
+        past = run_cli("plan", f"workload={kind}", "capture=steps", "capture.last_step=101")
+        assert past.code == 2
+        assert f"NSG017 workload.{kind}.{path}: " in past.out
+        assert (
+            f"(assumed: {kind} numbers its steps from 1, as capture.*_step count them, so a run "
+            "of 100 steps runs steps 1..100 and ends before step 101) (allowed: "
+            "capture.last_step <= 100, or a step limit of at least 101)"
+        ) in past.out
+    assert run_cli(*STEPS, "capture.first_step=95", "capture.last_step=99").code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--max_steps=100"], StepLimit(100, 0, "--max_steps=100")),
+        (["--lr=1", "--max-steps", "100"], StepLimit(100, 2, "--max-steps 100")),
+        (["--max_steps", "7", "--lr=1"], StepLimit(7, 1, "--max_steps 7")),
+        (["--train_iters=5"], StepLimit(5, 0, "--train_iters=5")),
+        (["--train-iters", "5"], StepLimit(5, 1, "--train-iters 5")),
+        (["--num_steps=3"], StepLimit(3, 0, "--num_steps=3")),
+        (["--steps", "3"], StepLimit(3, 1, "--steps 3")),
+        (["--max_iters=3"], StepLimit(3, 0, "--max_iters=3")),
+        (["--total_steps=3"], StepLimit(3, 0, "--total_steps=3")),
+        (["trainer.max_steps=100"], StepLimit(100, 0, "trainer.max_steps=100")),
+        (["++trainer.max_steps=9"], StepLimit(9, 0, "++trainer.max_steps=9")),
+        (["a=1", "train.train_iters=50"], StepLimit(50, 1, "train.train_iters=50")),
+        # argparse keeps the last value; -1 and 0 mean "no limit" to most scripts.
+        (["--max_steps=10", "--max_steps=20"], StepLimit(20, 1, "--max_steps=20")),
+        (["--max_steps=10", "--max_steps=-1"], None),
+        (["--max_steps", "0"], None),
+        (["trainer.max_steps=null"], None),
+        (["trainer.max_steps=100", "~trainer.max_steps"], None),
+        (["--max_steps"], None),
+        (["--max_steps", "--lr=1"], None),
+        (["--max_steps=1e3"], None),
+        (["--", "--max_steps=10"], None),
+        (["--steps_per_print=10", "model.nsys_profile.end_step=5", "max_steps=3"], None),
+        ([], None),
+    ],
+)
+def test_step_limit_reads_the_scripts_own_arguments(
+    args: list[str], expected: StepLimit | None
+) -> None:
+    assert step_limit(args) == expected
