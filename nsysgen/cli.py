@@ -320,9 +320,9 @@ def run_compile(args: Arguments, composer: Composer) -> int:
     for status in result.statuses:
         counts[status.status] = counts.get(status.status, 0) + 1
     summary = _file_counts(counts) if set(counts) - {"identical"} else "unchanged"
+    for what, how in result.steps:  # how the steps are found, before the run
+        print(f"{what}: {how}")
     print(f"{result.folder}: {len(result.statuses)} files ({summary})")
-    for what, how in result.steps:
-        print(f"  {what}: {how}")
     return EXIT_OK
 
 

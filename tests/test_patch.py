@@ -176,7 +176,9 @@ def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message
 def test_loop_line_picks_one_of_several_loops() -> None:
     source = "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n"
     patched = patch_source(source, HELPER, loop_line=3)
-    assert patched.endswith("for c in d:\n    _nsysgen_window.open()  # nsysgen\n    l.backward()\n")
+    assert patched.endswith(
+        "for c in d:\n    _nsysgen_window.open()  # nsysgen\n    l.backward()\n"
+    )
 
 
 def test_compile_writes_the_patch_and_reports_errors(

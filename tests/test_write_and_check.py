@@ -11,7 +11,7 @@ import pytest
 from nsysgen.manifest import MANIFEST_NAME
 from tests.conftest import REPO, RunCli, tree_bytes
 
-STEPS = ["workload=fsdp", "capture=steps", "job.name=train"]
+STEPS = ["workload=fsdp", "capture=steps", "capture.step_method=patch", "job.name=train"]
 WINDOW = ["workload=fsdp", "capture=window", "job.name=train"]
 
 
@@ -32,7 +32,7 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int, int, int]]:
 def test_generated_is_current(run_cli: RunCli) -> None:
     result = run_cli("check", f"output_dir={REPO / 'generated'}")
     assert result.code == 0, result.out
-    assert result.out.startswith("nsysgen check: 6 folders, ")
+    assert result.out.startswith("nsysgen check: 8 folders, ")
 
 
 def test_manifest_records_provenance_and_no_machine_facts(tmp_path: Path, run_cli: RunCli) -> None:
@@ -58,7 +58,9 @@ def test_manifest_records_provenance_and_no_machine_facts(tmp_path: Path, run_cl
     assert manifest["choices"]["experiment"] == "fsdp-p4de"
     assert manifest["generated_by"] == "nsysgen 0.1.0"
     assert sorted(manifest["files"]) == sorted(
-        p.name for p in folder.iterdir() if p.name != MANIFEST_NAME
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != MANIFEST_NAME
     )
     assert manifest["files"]["nsys-exec"]["mode"] == "0755"
     assert str(tmp_path) not in (folder / MANIFEST_NAME).read_text()
@@ -109,7 +111,7 @@ def test_changed_config_updates_only_changed_files_and_removes_orphans(
     assert result.code == 0
     assert result.out.endswith("9 files (5 updated, 1 removed, 3 unchanged)\n"), result.out
     after = snapshot(out)
-    assert "mine/nsysgen_window.py" not in after
+    assert "mine/nsysgen-site/sitecustomize.py" not in after
     # Foreign files and unchanged generated files: same inode, bytes and mtime.
     for name in ("mine_123.out", "notes/mine.txt", "install-nsight.sh", "recipes.sh"):
         assert after[f"mine/{name}"] == before[f"mine/{name}"], name
@@ -183,7 +185,7 @@ def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: 
     assert f"{folder / 'job.sbatch'}: changed {regenerate}" in lines
     assert f"{folder / 'nsys-exec'}: changed {regenerate}" in lines
     assert f"{folder / 'recipes.sh'}: missing {regenerate}" in lines
-    assert f"{folder / 'nsysgen_window.py'}: orphaned {regenerate}" in lines
+    assert f"{folder / 'nsysgen-site' / 'sitecustomize.py'}: orphaned {regenerate}" in lines
     assert "-  --capture-range=cudaProfilerApi \\" in lines  # the diff: on disk -> compiled now
     assert "+  --delay=30 \\" in lines
     assert lines[-1].startswith("nsysgen check: 8 problems in ")

@@ -40,6 +40,9 @@ EXPECT_FORMAT = 2
 # job<ID>/task<N>/ (nsys's TMPDIR, where a report being written when nsys was killed stays).
 STATE_DIR = ".nsysgen"
 NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
+NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
+# The step helper's mark: the step's number, the optimizer's class and index in its process.
+OPTIMIZER_MARK = re.compile(r"nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?")
 _NS = 1e9
 # Planned report names hold <token>s for what only the run knows (<jobid>, <host3>, <pid0>).
 TOKEN = re.compile(r"<([A-Za-z0-9_]+)>")
@@ -293,6 +296,10 @@ class Contents:
     efa_devices: int = 0  # EFA device ports the efa_metrics plugin sampled
     efa_samples: int = 0
     plugin_failures: list[str] = field(default_factory=list)
+    # (process, start, end, name) of every NVTX range, and (process, time, text) of every
+    # optimizer-step mark of the step helper, for the one-optimizer-step-per-step check.
+    spans: list[tuple[int, int, int, str]] = field(default_factory=list)
+    marks: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 def _count(db: sqlite3.Connection, table: str, where: str = "") -> int:
@@ -308,13 +315,25 @@ def _count(db: sqlite3.Connection, table: str, where: str = "") -> int:
 def read_contents(sqlite_file: Path) -> Contents:
     with sqlite3.connect(f"file:{sqlite_file}?mode=ro", uri=True) as db:
         ranges: list[str] = []
+        spans: list[tuple[int, int, int, str]] = []
+        marks: list[tuple[int, int, str]] = []
         if _count(db, "NVTX_EVENTS"):
-            types = ",".join(map(str, NVTX_RANGE_TYPES))
+            types = ",".join(map(str, NVTX_RANGE_TYPES + NVTX_MARK_TYPES))
             rows = db.execute(
-                "SELECT COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN StringIds s "
-                f"ON e.textId = s.id WHERE e.eventType IN ({types}) ORDER BY e.start"  # noqa: S608
+                "SELECT COALESCE(e.text, s.value), e.eventType, COALESCE(e.globalTid, 0) >> 24, "
+                "e.start, e.end FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
+                f"WHERE e.eventType IN ({types}) ORDER BY e.start, e.end"  # noqa: S608
             ).fetchall()
-            ranges = [str(r[0]) for r in rows if r[0] is not None]
+            for text, kind, process, start, end in rows:
+                if text is None:
+                    continue
+                if kind in NVTX_MARK_TYPES:
+                    if str(text).startswith("nsysgen optimizer step "):
+                        marks.append((int(process), int(start), str(text)))
+                    continue
+                ranges.append(str(text))
+                if end is not None:
+                    spans.append((int(process), int(start), int(end), str(text)))
         duration = None
         if _count(db, "ANALYSIS_DETAILS"):
             row = db.execute("SELECT duration FROM ANALYSIS_DETAILS").fetchone()
@@ -329,6 +348,8 @@ def read_contents(sqlite_file: Path) -> Contents:
             efa_devices=devices,
             efa_samples=samples,
             plugin_failures=_plugin_failures(db),
+            spans=spans,
+            marks=marks,
         )
 
 
@@ -418,11 +439,107 @@ def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> 
         if held != list(range(first, last + 1)):
             found.problems.append(f"holds steps {_steps_text(held)}, asked {first}..{last}")
             found.causes.append(_why_steps_differ(held[-1] < last, last))
+        if capture.get("optimizer_steps"):
+            _check_optimizer_steps(steps["regex"], int(capture["optimizer_steps"]), contents, found)
     elif len(matches) != last - first + 1:
         found.problems.append(
             f"holds {len(matches)} steps, asked {last - first + 1} (steps {first}..{last})"
         )
         found.causes.append(_why_steps_differ(len(matches) < last - first + 1, last))
+
+
+def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found: Finding) -> None:
+    """Every step range holds exactly `per_step` optimizer steps (the helper's marks), each
+    marked with the range's own number, and no optimizer step falls between the ranges."""
+    if not contents.marks:
+        found.notes.append(
+            "no optimizer-step marks in the report (a helper older than this nsysgen?): "
+            "one optimizer step per step range is not checked"
+        )
+        return
+    steps = [
+        (process, start, end, int(m.group(1)))
+        for process, start, end, name in contents.spans
+        if (m := re.fullmatch(regex, name))
+    ]
+    inside, outside = _marks_per_step(steps, contents.marks)
+    counts = [len(marks) for marks in inside]
+    names = sorted({f"{m.group(2)}#{m.group(3)}" for marks in inside for m in marks})
+    if per_step == 1 and len(names) > 1 and max(counts, default=0) <= 1:
+        found.problems.append(
+            f"{len(names)} optimizers take turns ({', '.join(names)}): each iteration is "
+            f"{len(names)} step ranges"
+        )
+        found.causes.append(
+            f"several optimizers step each iteration: set capture.optimizer_steps={len(names)}"
+        )
+        return  # each optimizer counts its own steps: their numbers say nothing more
+    if any(count != per_step for count in counts):
+        _wrong_counts(per_step, counts, names, found)
+    if outside:
+        found.problems.append(f"{_plural(outside, 'optimizer step')} outside the step ranges")
+        found.causes.append("the patched loop is not the loop that steps the optimizer")
+    offsets = {int(m.group(1)) - steps[i][3] for i, marks in enumerate(inside) for m in marks}
+    if offsets - {0}:
+        shift = sorted(offsets)[-1]
+        found.problems.append(
+            f"step numbers differ from the optimizer step's own by {_steps_text(sorted(offsets))}"
+        )
+        found.causes.append(
+            f"step numbers are {abs(shift)} {'below' if shift > 0 else 'above'} the number "
+            "read at the optimizer step: the counter jumps, or the step numbering is wrong"
+        )
+    skipped = sum(1 for marks in inside for m in marks if m.group(4))
+    if skipped:
+        found.notes.append(f"{_plural(skipped, 'optimizer step')} skipped by GradScaler (inf/nan)")
+
+
+def _marks_per_step(
+    steps: list[tuple[int, int, int, int]], marks: list[tuple[int, int, str]]
+) -> tuple[list[list[re.Match[str]]], int]:
+    """The helper's marks inside each step range (same process), and how many fall between."""
+    inside: list[list[re.Match[str]]] = [[] for _ in steps]
+    outside = 0
+    low = min((s[1] for s in steps), default=0)
+    high = max((s[2] for s in steps), default=-1)
+    for process, moment, text in marks:
+        mark = OPTIMIZER_MARK.match(text)
+        if mark is None:
+            continue
+        held = [i for i, s in enumerate(steps) if s[0] == process and s[1] <= moment <= s[2]]
+        if held:
+            inside[held[0]].append(mark)
+        elif low <= moment <= high:
+            outside += 1
+    return inside, outside
+
+
+def _wrong_counts(per_step: int, counts: list[int], names: list[str], found: Finding) -> None:
+    without, most = counts.count(0), max(counts)
+    found.problems.append(
+        f"{_plural(per_step, 'optimizer step')} per step asked; the step ranges hold "
+        f"{_steps_text(sorted(set(counts)))}"
+    )
+    if without and sum(counts):
+        ratio = round(len(counts) / sum(counts))
+        found.causes.append(
+            f"{ratio} ranges per optimizer step: the patched loop is a micro-batch loop, "
+            "not the step loop"
+            if ratio > 1
+            else "some step ranges hold no optimizer step"
+        )
+    if most > per_step:
+        found.causes.append(
+            f"several optimizers step in one step ({', '.join(names)}): set "
+            f"capture.optimizer_steps={most}"
+            if len(names) > 1
+            else f"{most} optimizer steps in one step range: the patched loop is not the "
+            "step loop (an epoch loop?)"
+        )
+
+
+def _plural(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
 
 
 def _why_steps_differ(short: bool, last: int) -> str:
