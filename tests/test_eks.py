@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from nsysgen.cli import main
+from nsysgen.render import header, render_template
 from tests.conftest import REPO, RunCli
 from tests.k8s_checks import (
     crd_problems,
@@ -484,3 +485,27 @@ def test_no_nsight_analysis_without_documented_fields(tmp_path: Path, run_cli: R
 def test_committed_eks_experiments_exist() -> None:
     for experiment in EKS_EXPERIMENTS:
         assert job_file(REPO / "generated" / experiment).is_file()
+
+
+@pytest.mark.parametrize("job", ["trainjob", "pytorchjob"])
+def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job: str) -> None:
+    """capture=steps on EKS: the helper rides in a ConfigMap mounted on every pod and first on
+    PYTHONPATH (after no other: a PYTHONPATH the config sets is kept behind it)."""
+    injector = [] if job == "trainjob" else ["target.injector=sidecar"]
+    args = ["target=eks", f"target.job={job}", *injector, "workload=fsdp", IMAGE]
+    args += ["capture=steps", "+cluster.env.PYTHONPATH=/opt/mine", f"output_dir={tmp_path}"]
+    result = run_cli(*args)
+    assert result.code == 0, result.err
+    [folder] = folders(tmp_path)
+    configmap = load_generated_yaml(folder / "nsysgen-site-configmap.yaml")
+    name = configmap["metadata"]["name"]
+    site = render_template("common/sitecustomize.py.j2", header=header("#"))
+    assert configmap["data"] == {"sitecustomize.py": site}
+    manifest = (folder / f"{job}.yaml").read_text()
+    text = yaml.safe_dump(yaml.safe_load(manifest))
+    assert f"name: {name}" in text
+    assert "mountPath: /nsysgen-site" in text
+    assert "value: /nsysgen-site:/opt/mine" in text
+    assert not (folder / "nsysgen-site").exists()  # the ConfigMap carries it
+    readme = (folder / "README.md").read_text()
+    assert f"kubectl apply -f nsysgen-site-configmap.yaml -f {job}.yaml" in readme

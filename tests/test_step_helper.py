@@ -269,3 +269,34 @@ def test_the_images_own_sitecustomize_still_runs(tmp_path: Path) -> None:
         [sys.executable, "-c", "pass"], env=environ, capture_output=True, text=True, check=True
     )
     assert done.stdout == "@@ log 0 theirs sitecustomize\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "first", "last", "more", "inside"),
+    [
+        (CONTINUE, 3, 5, {}, [*FB * 4, *OM]),  # numbered by global_step + 1, as logged
+        (ENGINE, 2, 6, {}, [*FB * 4, *OM]),  # the loop counts engine calls: counted steps
+        (GAN, 2, 4, {"NSYSGEN_PROFILE_OPTIMIZER_STEPS": "2"}, [*FB, *OM, *FB, *OM]),
+        (SCALER, 3, 5, {}, None),
+    ],
+    ids=["continue", "deepspeed-engine", "two-optimizers", "scaler-skip"],
+)
+def test_patched_window_holds_exactly_the_steps(
+    tmp_path: Path,
+    source: str,
+    first: int,
+    last: int,
+    more: dict[str, str],
+    inside: list[str] | None,
+) -> None:
+    """The same shapes with the patch: the loop's top opens a step, the optimizer ends it."""
+    run = run_script(tmp_path, source, window(first, last, **more), mode="patch")
+    assert (run.starts, run.stops) == (1, 1)
+    assert run.recorded == [f"step {n}" for n in range(first, last + 1)]
+    assert not run.mismatched
+    assert run.outside_marks == 0
+    for n in range(first, last + 1):
+        if inside is not None:
+            assert run.inside(n) == inside, n
+    if source is SCALER:
+        assert run.inside(4) == [*FB, "scaler.skip", "mark"]
