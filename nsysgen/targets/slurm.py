@@ -206,6 +206,7 @@ def _wrapper(config: Config, selection: RankSelection, plan: ProfilePlan) -> Art
             "collectors_text": describe(selection.collectors, per_gpu),
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
+            "site_dir": SITE_DIR if program(config, SHELL).site else None,
         },
     )
 
@@ -228,7 +229,6 @@ def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
             "srun_args": srun_args(config),
             "command": prog.command,
             "needs_head_node": prog.needs_head_node,
-            "site_dir": SITE_DIR if prog.site else None,
             "nemo_overrides": "nemo-overrides.txt" in prog.files,
             "wrapper": WRAPPER,
             "report_dir": config.capture.report_dir,
