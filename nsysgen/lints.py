@@ -252,13 +252,17 @@ def _steps_past_the_run(config: Config, plan: ProfilePlan) -> Iterator[tuple[str
     first, last = capture.first_step or 0, capture.last_step or 0
     # Steps are numbered from 0 (capture.*_step), or as a framework with its own window
     # numbers them (Megatron logs iterations from 1).
-    native = workload_kind(config).native
-    start = native.first if native is not None else 0
-    numbered = (
-        f"{config.workload.kind} numbers its steps from {start}"
-        if native is not None
-        else f"steps are numbered from {start}"
-    )
+    native, source = workload_kind(config).native, config.training_patch
+    if native is not None:
+        start, numbered = (
+            native.first,
+            f"{config.workload.kind} numbers its steps from {native.first}",
+        )
+    elif source is not None and (source.at_step or "").endswith("+ 1"):
+        # The script logs its counter after the increment: its first step is 1.
+        start, numbered = 1, f"the script numbers its steps from 1 ({source.at_step})"
+    else:
+        start, numbered = 0, "steps are numbered from 0"
     for path, args in _script_arguments(config):
         limit = step_limit(args)
         if limit is None:

@@ -381,3 +381,22 @@ def test_step_limit_reads_the_scripts_own_arguments(
     args: list[str], expected: StepLimit | None
 ) -> None:
     assert step_limit(args) == expected
+
+
+def test_a_script_that_numbers_from_one_keeps_its_last_step(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A counter logged after its increment (the Hugging Face style) numbers steps 1..N."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hf.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.AdamW(model.parameters())\n"
+        "global_step = 0\nfor step, batch in enumerate(range(400)):\n    model(batch).backward()\n"
+        "    if (step + 1) % 4 != 0:\n        continue\n    opt.step()\n    global_step += 1\n"
+        "    print(global_step)\n"
+    )
+    base = ["plan", "workload=python", "capture=steps", "workload.python.source=hf.py"]
+    base += ["workload.python.script=/fsx/hf.py", "workload.python.args=['--max_steps=100']"]
+    assert run_cli(*base, "capture.first_step=96", "capture.last_step=100").code == 0
+    past = run_cli(*base, "capture.first_step=96", "capture.last_step=101")
+    assert past.code == 2
+    assert "the script numbers its steps from 1 (global_step + 1)" in past.out
