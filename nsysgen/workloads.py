@@ -499,6 +499,26 @@ def _typed(kind: type[WorkloadSettings]) -> Callable[[Block], WorkloadSettings]:
     return parse
 
 
+def _megatron_kind(
+    kind: type[WorkloadSettings],
+    program: Callable[[Config, LaunchShell], Program],
+    method: str,
+    counter: tuple[str, str],
+) -> WorkloadKind:
+    """Megatron-LM and Megatron Bridge: one torchrun per node, their own window by default."""
+    return WorkloadKind(
+        settings=_typed(kind),
+        program=program,
+        files=_step_files,
+        step_capture=True,
+        step_ranges=MEGATRON_STEPS,
+        uses_nccl=True,
+        launches=("per_node",),
+        step_methods=("native", "hook"),
+        native=NativeWindow(method, MEGATRON_NUMBERING, *counter, first=1),
+    )
+
+
 WORKLOADS: dict[str, WorkloadKind] = {
     "nccl": WorkloadKind(
         settings=_typed(NcclSettings),
@@ -533,42 +553,20 @@ WORKLOADS: dict[str, WorkloadKind] = {
         launches=("per_node",),  # one torchrun per node (the schema says so too)
         step_methods=("hook", "patch"),
     ),
-    "megatron": WorkloadKind(
-        settings=_typed(MegatronSettings),
-        program=_megatron,
-        files=_step_files,
-        step_capture=True,
-        step_ranges=MEGATRON_STEPS,
-        uses_nccl=True,
-        launches=("per_node",),
-        step_methods=("native", "hook"),
-        native=NativeWindow(
-            "native (Megatron-LM's --profile --profile-step-start=FIRST-1 "
-            "--profile-step-end=LAST --profile-ranks)",
-            MEGATRON_NUMBERING,
-            "iteration + 1",
-            "training.py:train",
-            first=1,
-        ),
+    "megatron": _megatron_kind(
+        MegatronSettings,
+        _megatron,
+        "native (Megatron-LM's --profile --profile-step-start=FIRST-1 --profile-step-end=LAST "
+        "--profile-ranks)",
+        ("iteration + 1", "training.py:train"),
     ),
-    "bridge": WorkloadKind(
-        settings=_typed(BridgeSettings),
-        program=_bridge,
-        files=_step_files,
-        step_capture=True,
-        step_ranges=MEGATRON_STEPS,
-        uses_nccl=True,
-        launches=("per_node",),
-        step_methods=("native", "hook"),
-        native=NativeWindow(
-            "native (Megatron Bridge's profiling.use_nsys_profiler=true, "
-            "profiling.profile_step_start=FIRST-1, profiling.profile_step_end=LAST, "
-            "profiling.profile_ranks)",
-            MEGATRON_NUMBERING,
-            "train_state.step + 1",
-            "train.py:train",
-            first=1,
-        ),
+    "bridge": _megatron_kind(
+        BridgeSettings,
+        _bridge,
+        "native (Megatron Bridge's profiling.use_nsys_profiler=true, "
+        "profiling.profile_step_start=FIRST-1, profiling.profile_step_end=LAST, "
+        "profiling.profile_ranks)",
+        ("train_state.step + 1", "train.py:train"),
     ),
     "python": WorkloadKind(
         settings=_typed(PythonSettings),
