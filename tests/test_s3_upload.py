@@ -106,6 +106,11 @@ def reports(tmp: Path) -> Path:
     (tmp / "recipes" / "nccl_sum" / "nccl_sum.parquet").write_bytes(b"PAR1")
     (tmp / "recipes" / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
     (tmp / "recipes" / ".venv" / "bin" / "python3").write_text("not uploaded")
+    # Reports are older than their upload; S3 keeps whole seconds, and a file written in the
+    # same second as its copy would look newer than the object to the rerun's sync.
+    past = time.time() - 60
+    for path in tmp.rglob("*"):
+        os.utime(path, (past, past))
     return tmp
 
 

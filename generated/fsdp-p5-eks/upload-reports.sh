@@ -42,8 +42,9 @@ filters=(--exclude '*/.venv/*' --exclude '*.qdstrm' --exclude '.nsysgen-upload-c
 "$aws" s3 sync "$report_dir" "$dest" "${filters[@]}" --only-show-errors --no-progress \
   || fail "copy to $dest stopped; run again to finish it"
 
-# 3. Check: a dry run that would still copy something means the upload is incomplete.
-pending=$("$aws" s3 sync "$report_dir" "$dest" "${filters[@]}" --dryrun) \
+# 3. Check: a dry run that would still copy something means the upload is incomplete. By size:
+# S3 keeps whole seconds, so a report written within the second before its copy looks newer.
+pending=$("$aws" s3 sync "$report_dir" "$dest" "${filters[@]}" --size-only --dryrun) \
   || fail "cannot list $dest to check the copy"
 [ -z "$pending" ] || fail "files still differ after the copy: $pending"
 count=$("$aws" s3 ls --recursive "$dest/" | wc -l)
