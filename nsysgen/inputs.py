@@ -71,6 +71,7 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
             ("step loop", f"{source_path}:{found.node.lineno} (in {found.scope})"),
             ("step number", numbered),
             ("accumulation", found.accumulation),
+            *_several(found.optimizers, config.capture.optimizer_steps or 1),
             ("method", METHOD_TEXT[method]),
         )
     )
@@ -81,4 +82,21 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
         detected,
         at_step,
         f"{file_name}:{found.scope}",
+    )
+
+
+def _several(optimizers: tuple[str, ...], per_step: int) -> tuple[tuple[str, str], ...]:
+    """Several optimizers stepped in the loop: say how they are counted, before the run."""
+    if len(optimizers) < 2:
+        return ()
+    names = ", ".join(optimizers)
+    if per_step == len(optimizers):
+        return (("optimizers", f"{names}: {per_step} optimizer steps make one step"),)
+    return (
+        (
+            "optimizers",
+            f"{names} step in the loop: each optimizer step ends a step "
+            f"(capture.optimizer_steps={per_step}); set capture.optimizer_steps="
+            f"{len(optimizers)} if they make one training step",
+        ),
     )

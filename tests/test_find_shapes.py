@@ -477,3 +477,17 @@ def test_a_name_logged_by_a_function_the_loop_calls_is_that_functions_own() -> N
         train(model, optimizer)
     """)
     check(source, "iteration + 1", "iteration + 1", "train", f.NO_ACCUMULATION)
+
+
+def test_several_optimizers_are_named_in_order() -> None:
+    source = (
+        "import torch\nd, g = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)\n"
+        "opt_d = torch.optim.Adam(d.parameters())\nopt_g = torch.optim.Adam(g.parameters())\n"
+        "scaler = torch.amp.GradScaler()\n"
+        "for i in range(10):\n    d(i).backward()\n    opt_d.step()\n"
+        "    g(i).backward()\n    scaler.step(opt_g)\n"
+    )
+    assert analyse(source).optimizers == ("opt_d", "opt_g")
+    assert analyse(
+        source.replace("    g(i).backward()\n    scaler.step(opt_g)\n", "")
+    ).optimizers == ("opt_d",)

@@ -139,6 +139,7 @@ class StepLoop:
     at_step: str | None = None
     scope: str = "<module>"
     accumulation: str = NO_ACCUMULATION
+    optimizers: tuple[str, ...] = ()  # the optimizers the loop steps, as written
 
 
 def _direct_calls(node: ast.AST) -> Iterator[ast.Call]:
@@ -1045,9 +1046,30 @@ def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | No
     if script.steps_in_backward():
         reached = script.reaches_block(loop.body)
         form = f"{IN_BACKWARD}, else {form}" if reached and form != NO_ACCUMULATION else IN_BACKWARD
+    optimizers = stepped_optimizers(script, loop)
     if step_expr is not None:
-        return StepLoop(loop, found.site, step_expr, "step_expr", step_expr, scope, form)
+        return StepLoop(
+            loop, found.site, step_expr, "step_expr", step_expr, scope, form, optimizers
+        )
     numbered = numberer.number()
     return StepLoop(
-        loop, found.site, numbered.step, numbered.counter, numbered.at_step, scope, form
+        loop, found.site, numbered.step, numbered.counter, numbered.at_step, scope, form, optimizers
     )
+
+
+def stepped_optimizers(script: Script, loop: Loop) -> tuple[str, ...]:
+    """The optimizers the loop's body steps, as written (`optimizerD`, `opt_g`), in order: more
+    than one means several optimizer steps per iteration (a GAN, Muon plus AdamW)."""
+    found: list[tuple[int, str]] = []
+    for node in [loop, *script.called_functions(loop)]:
+        for call in _direct_calls(node):
+            if script.is_optimizer_step(call) and isinstance(call.func, ast.Attribute):
+                receiver = call.func.value
+                if call.args and not _names_optimizer(_last_name(receiver)):
+                    receiver = call.args[0]  # scaler.step(optimizer)
+                found.append((call.lineno, ast.unparse(receiver)))
+    seen: list[str] = []
+    for _, name in sorted(found):
+        if name not in seen:
+            seen.append(name)
+    return tuple(seen)
