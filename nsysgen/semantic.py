@@ -94,18 +94,27 @@ def _step_window(config: Config) -> Iterator[Issue]:
             f"{capture.step_method} (allowed: auto, {', '.join(methods)})",
         )
     native = workload_kind(config).native
+    start = native.first if native is not None else 0
     if native is not None and first < native.first:
         yield Issue(
             "capture.first_step",
             f"{config.workload.kind} numbers its steps from {native.first} (allowed: "
             f"first_step >= {native.first})",
         )
-    elif step_method(config) == "hook" and first == 0:
+    elif step_method(config) == "hook" and first <= start:
         yield Issue(
             "capture.first_step",
             "the zero-patch helper sees where a step ends (its optimizer step), so the first "
-            "step of a run has no start it can record (allowed: first_step >= 1, or "
+            f"step of a run has no start it can record (allowed: first_step >= {start + 1}, or "
             "capture.step_method=patch)",
+        )
+    settings = config.workload.settings
+    if step_method(config) == "hook" and getattr(settings, "step_expr", None):
+        yield Issue(
+            f"workload.{config.workload.kind}.step_expr",
+            "step_expr is read at the top of the patched loop; the zero-patch helper reads the "
+            "step number while the optimizer steps, where the same name can hold another value "
+            "(allowed: null, or capture.step_method=patch)",
         )
     if "cuda" not in capture.trace:
         yield Issue(

@@ -249,6 +249,7 @@ def test_cli_names_the_setting_to_fix(
         "capture=steps",
         "workload.python.source=tests/training_scripts/plain_loop.py",
         "workload.python.script=/fsx/repo/tests/training_scripts/plain_loop.py",
+        "capture.step_method=patch",
         f"output_dir={tmp_path}",
     )
     bad = run_cli(*common, "workload.python.step_expr='step +'")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.stepruns import SITE, STANDIN, run_script
 
 FB = ["forward", "backward"]
@@ -154,7 +155,9 @@ def test_the_scripts_counter_numbers_the_steps(tmp_path: Path) -> None:
     assert "steps are numbered by global_step + 1 in train.py:<module>" in run.stderr
     without = run_script(tmp_path, CONTINUE, window(3, 5), mode="hook")
     assert without.mismatched  # counted from 0: the step logged as 4 is the optimizer's step 3
-    assert "the optimizer's own step count" in without.stderr
+    assert "nsysgen's count of optimizer steps" in without.stderr
+    resumed = run_script(tmp_path, RESUMED, window(102, 104), mode="hook")
+    assert "the optimizer's own step count (read at the first step" in resumed.stderr
 
 
 def test_an_unreadable_counter_falls_back_and_says_why(tmp_path: Path) -> None:
@@ -300,3 +303,94 @@ def test_patched_window_holds_exactly_the_steps(
             assert run.inside(n) == inside, n
     if source is SCALER:
         assert run.inside(4) == [*FB, "scaler.skip", "mark"]
+
+
+LOOKED_UP_FIRST = (
+    """\
+import importlib.util
+
+importlib.util.find_spec("torch")  # as libraries do to see whether torch is there
+"""
+    + CONTINUE
+)
+RAISES_ONCE = CONTINUE.replace(
+    "    optimizer.step()\n",
+    "    try:\n"
+    "        optimizer.step(fail=global_step == 1)\n"
+    "    except MemoryError:\n"
+    "        pass  # the script carries on after an out-of-memory step\n",
+)
+SKIP_THEN_ADAM = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters())
+scaler = torch.amp.GradScaler()
+for it in range(10):
+    scaler.found_inf = it == 1
+    scaler.scale(model(it)).backward()
+    scaler.step(optimizer)
+"""
+BROKEN_NVTX = (
+    """\
+import torch
+
+
+def broken(label):
+    raise RuntimeError("no NVTX here")
+
+
+torch.cuda.nvtx.mark = broken
+"""
+    + CONTINUE
+)
+
+
+def test_a_library_looking_torch_up_first_does_not_disarm_the_helper(tmp_path: Path) -> None:
+    run = run_script(tmp_path, LOOKED_UP_FIRST, window(3, 5), mode="hook")
+    assert run.recorded == ["step 3", "step 4", "step 5"]
+
+
+def test_an_optimizer_step_that_raises_does_not_stop_the_helper(tmp_path: Path) -> None:
+    run = run_script(tmp_path, RAISES_ONCE, window(3, 5), mode="hook")
+    assert (run.starts, run.stops) == (1, 1)
+    assert len(run.recorded) == 3
+
+
+def test_a_skipped_step_does_not_repeat_a_number(tmp_path: Path) -> None:
+    # Adam's own count stays behind on a skipped step: the helper counts after the first read.
+    run = run_script(tmp_path, SKIP_THEN_ADAM, window(2, 4), mode="hook")
+    assert run.recorded == ["step 2", "step 3", "step 4"]
+    assert not [m for m in run.mismatched if " marked as " in m]
+
+
+def test_a_failing_helper_never_stops_the_training(tmp_path: Path) -> None:
+    run = run_script(tmp_path, BROKEN_NVTX, window(3, 5), mode="hook")  # exit 0: asserted there
+    assert "the step helper stopped (RuntimeError('no NVTX here'))" in run.stderr
+    assert run.stops == run.starts
+
+
+def test_two_copies_of_the_helper_run_once(tmp_path: Path) -> None:
+    second = tmp_path / "second"
+    second.mkdir()
+    (second / "sitecustomize.py").write_text(SITE)
+    run = run_script(tmp_path, CONTINUE, window(3, 5), mode="hook", extra_path=(second,))
+    assert run.recorded == ["step 3", "step 4", "step 5"]
+    assert "Error" not in run.stderr
+
+
+def test_zero_patch_refuses_what_it_cannot_record(run_cli: RunCli, tmp_path: Path) -> None:
+    megatron = run_cli(
+        "experiment=megatron-p5", "capture.step_method=hook", "capture.first_step=1",
+        f"output_dir={tmp_path}",
+    )  # fmt: skip
+    assert megatron.code == 2
+    assert "capture.first_step: the zero-patch helper sees where a step ends" in megatron.err
+    assert "(allowed: first_step >= 2, or capture.step_method=patch)" in megatron.err
+    expr = run_cli(
+        "workload=python", "capture=steps", "workload.python.step_expr=step",
+        f"output_dir={tmp_path}",
+    )  # fmt: skip
+    assert expr.code == 2
+    assert "workload.python.step_expr: step_expr is read at the top of the patched loop" in expr.err
+    assert not list(tmp_path.iterdir())

@@ -119,3 +119,23 @@ def test_a_skipped_step_is_a_note() -> None:
     found = check_contents(STEPS, _contents(spans, marks), False)
     assert found.status == "ok"
     assert "1 optimizer step skipped by GradScaler (inf/nan)" in found.notes
+
+
+def test_a_replaced_optimizer_is_not_two_taking_turns() -> None:
+    spans = [(0, 9, "step 3"), (10, 19, "step 4"), (20, 29, "step 5")]
+    marks = [
+        (8, "nsysgen optimizer step 3 AdamW#0"),
+        (18, "nsysgen optimizer step 4 AdamW#1"),  # re-created after a restart of the loop
+        (28, "nsysgen optimizer step 5 AdamW#1"),
+    ]
+    assert check_contents(STEPS, _contents(spans, marks), False).status == "ok"
+
+
+def test_the_scripts_own_step_ranges_do_not_take_the_marks() -> None:
+    # The script pushes its own "step N" inside nsysgen's: each mark still finds its step.
+    spans = [(0, 9, "step 3"), (1, 8, "step 3"), (10, 19, "step 4"), (20, 29, "step 5")]
+    spans += [(11, 18, "step 4"), (21, 28, "step 5")]
+    marks = [(7, "nsysgen optimizer step 3 AdamW#0"), (17, "nsysgen optimizer step 4 AdamW#0")]
+    marks += [(27, "nsysgen optimizer step 5 AdamW#0")]
+    found = check_contents(STEPS, _contents(sorted(spans), marks), False)
+    assert (found.status, found.problems) == ("ok", [])

@@ -463,9 +463,19 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
         if (m := re.fullmatch(regex, name))
     ]
     inside, outside = _marks_per_step(steps, contents.marks)
-    counts = [len(marks) for marks in inside]
+    # A script may push "step N" ranges of its own inside nsysgen's: a range within another of
+    # the same step and process counts with it (ranges one after another still count apart).
+    grouped: dict[int, list[re.Match[str]]] = {}
+    for i, (process, start, end, number) in enumerate(steps):
+        outer = next(
+            j
+            for j, other in enumerate(steps)
+            if other[0] == process and other[3] == number and other[1] <= start <= end <= other[2]
+        )
+        grouped.setdefault(outer, []).extend(inside[i])
+    counts = [len(marks) for marks in grouped.values()]
     names = sorted({f"{m.group(2)}#{m.group(3)}" for marks in inside for m in marks})
-    if per_step == 1 and len(names) > 1 and max(counts, default=0) <= 1:
+    if per_step == 1 and _take_turns(inside) and max(counts, default=0) <= 1:
         found.problems.append(
             f"{len(names)} optimizers take turns ({', '.join(names)}): each iteration is "
             f"{len(names)} step ranges"
@@ -481,7 +491,7 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
         found.causes.append("the patched loop is not the loop that steps the optimizer")
     offsets = {int(m.group(1)) - steps[i][3] for i, marks in enumerate(inside) for m in marks}
     if offsets - {0}:
-        shift = sorted(offsets)[-1]
+        shift = max(offsets, key=abs)
         found.problems.append(
             f"step numbers differ from the optimizer step's own by {_steps_text(sorted(offsets))}"
         )
@@ -508,10 +518,26 @@ def _marks_per_step(
             continue
         held = [i for i, s in enumerate(steps) if s[0] == process and s[1] <= moment <= s[2]]
         if held:
-            inside[held[0]].append(mark)
+            # The script may name ranges "step N" too: the mark's own step, else the innermost.
+            same = [i for i in held if steps[i][3] == int(mark.group(1))]
+            inside[(same or held)[-1]].append(mark)
         elif low <= moment <= high:
             outside += 1
     return inside, outside
+
+
+def _take_turns(inside: list[list[re.Match[str]]]) -> bool:
+    """Several optimizers alternate (A B A B), not one replaced by another (A A B B)."""
+    left: set[str] = set()
+    last = None
+    for name in (f"{m.group(2)}#{m.group(3)}" for marks in inside for m in marks):
+        if name != last:
+            if name in left:
+                return True
+            if last is not None:
+                left.add(last)
+            last = name
+    return False
 
 
 def _wrong_counts(per_step: int, counts: list[int], names: list[str], found: Finding) -> None:

@@ -16,6 +16,9 @@ def _nsysgen_chain():
     # module_from_spec come from the import system already loaded: no import happens here.
     import sys
 
+    if getattr(sys, "_nsysgen_site", False):
+        return  # a second copy of this file further down sys.path: run once
+    sys._nsysgen_site = True
     here = __file__.replace("\\", "/").rpartition("/")[0]
     bootstrap = sys.modules["_frozen_importlib"]
     for finder in sys.meta_path:
@@ -25,7 +28,10 @@ def _nsysgen_chain():
         spec = finder.find_spec("sitecustomize", path)
         if spec is not None and spec.loader is not None:
             module = bootstrap.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as error:  # noqa: BLE001 - as site.py does: say it, go on
+                print(f"Error in sitecustomize ({spec.origin}): {error!r}", file=sys.stderr)
         return
 
 
@@ -74,6 +80,9 @@ class _NsysgenStepWindow:
         self.counted = 0  # optimizer steps that ended a step
         self.seen = 0  # optimizer step() calls seen, skipped ones included
         self.depth = 0  # optimizer steps running inside each other (a wrapper's inner step)
+        self.outer = None  # the optimizer whose step is running (depth 1)
+        self.base = None  # the optimizer's own count at the first step seen (a resume)
+        self.how = ""
         self.optimizers = {}
         self.said = set()
         self.recording = False
@@ -107,7 +116,10 @@ class _NsysgenStepWindow:
             self.said.add(key)
             import sys
 
-            print(f"nsysgen: {text}", file=sys.stderr, flush=True)
+            try:
+                print(f"nsysgen: {text}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                pass  # no stderr (closed, a broken pipe): the message is lost, not the run
 
     # Installation ------------------------------------------------------------------------
 
@@ -116,8 +128,21 @@ class _NsysgenStepWindow:
         if not self.active or self.installed:
             return
         self.installed = True
+        try:
+            self._install()
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _install(self):
         import torch
         import torch.optim.optimizer as optimizer_module
+
+        if not hasattr(optimizer_module, "register_optimizer_step_post_hook"):
+            self._refuse(
+                f"torch {torch.__version__} has no global optimizer step hooks (torch >= 2.0): "
+                "nothing is recorded"
+            )
+            return
 
         owner = getattr(optimizer_module, "_nsysgen_window", None)
         if owner is not None:
@@ -147,7 +172,7 @@ class _NsysgenStepWindow:
         def scaler_step(scaler, optimizer, *args, **kwargs):
             seen = window.seen
             result = step(scaler, optimizer, *args, **kwargs)
-            if window.seen == seen and window.depth == 0:
+            if window.active and window.seen == seen and window.depth == 0:
                 window._pre(optimizer, args, kwargs)
                 window._post(optimizer, args, kwargs, skipped=True)
             return result
@@ -164,6 +189,12 @@ class _NsysgenStepWindow:
         if self.owner is not None:
             self.owner.open(step)
             return
+        try:
+            self._open(step)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _open(self, step):
         self.patched = True
         if self.step is not None:
             if step is not None and step != self.hint:
@@ -224,10 +255,17 @@ class _NsysgenStepWindow:
             value = self._from_frame()
             if value is not None:
                 return value, f"{self.expr} in {self.scope}"
-        state = self._state_step(optimizer)
-        if state is not None:
-            return state, "the optimizer's own step count"
-        return self.counted, "nsysgen's count of optimizer steps (from 0 in this process)"
+        if self.base is None:
+            # Read once: later steps are counted (a skipped step leaves Adam's count behind,
+            # and a count kept on the GPU costs a device sync to read).
+            state = self._state_step(optimizer)
+            self.base = state - self.counted if state is not None else 0
+            self.how = (
+                "the optimizer's own step count (read at the first step, then counted)"
+                if state is not None
+                else "nsysgen's count of optimizer steps (from 0 in this process)"
+            )
+        return self.base + self.counted, self.how
 
     def _from_frame(self):
         import sys
@@ -273,9 +311,24 @@ class _NsysgenStepWindow:
         return current is not None and current() != -1
 
     def _pre(self, optimizer, args, kwargs):
+        try:
+            self._pre_step(optimizer)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _post(self, optimizer, args, kwargs, skipped=False):
+        try:
+            self._post_step(optimizer, skipped)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _pre_step(self, optimizer):
+        if self.depth and optimizer is self.outer:
+            self.depth = 0  # its last step raised (an OOM the script caught): no post hook ran
         self.depth += 1
         if self.depth > 1 or not self.active:
             return
+        self.outer = optimizer
         self.seen += 1
         if self._in_backward():
             self._refuse(
@@ -298,8 +351,8 @@ class _NsysgenStepWindow:
                     f"window cannot open before step {number + 1}",
                 )
 
-    def _post(self, optimizer, args, kwargs, skipped=False):
-        self.depth -= 1
+    def _post_step(self, optimizer, skipped):
+        self.depth = max(0, self.depth - 1)
         if self.depth or not self.active:
             return
         import torch
@@ -329,20 +382,33 @@ class _NsysgenStepWindow:
             self._begin(self.last + 1)
 
     def _refuse(self, reason):
-        import torch
-
         self._say("refused", reason)
-        if self.recording:
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStop()
-            self.recording = False
-        if self.step is not None:
-            torch.cuda.nvtx.range_pop()
-            self.step = None
         self.active = False
         self.done = True
+        import torch
+
+        if self.recording:
+            self.recording = False
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStop()
+        if self.step is not None:
+            self.step = None
+            torch.cuda.nvtx.range_pop()
+
+    def _fail(self, error):
+        """A failure of the helper itself: the training goes on, without a window."""
+        try:
+            self._refuse(f"the step helper stopped ({error!r}): the window is not recorded")
+        except Exception:  # noqa: BLE001, S110 - nothing more can be done for the window
+            pass
 
     def _at_exit(self):
+        try:
+            self._exit_message()
+        except Exception:  # noqa: BLE001, S110 - at exit: nothing left to protect but the exit
+            pass
+
+    def _exit_message(self):
         if not self.active:
             return
         if self.recording:
@@ -371,8 +437,9 @@ def _nsysgen_arm():
     import os
     import sys
 
-    if not os.environ.get("NSYSGEN_PROFILE_FIRST_STEP"):
-        return
+    if not os.environ.get("NSYSGEN_PROFILE_FIRST_STEP") or getattr(sys, "_nsysgen_armed", False):
+        return  # no window, or another copy of this file armed the helper already
+    sys._nsysgen_armed = True
     window = _NsysgenStepWindow()
     if not window.active:
         return
@@ -381,30 +448,33 @@ def _nsysgen_arm():
         return
 
     class _AfterTorch:
-        """Finds nothing itself: wraps torch's loader so that the hooks go in once torch is
-        imported whole (torch.optim and torch.amp included)."""
+        """Finds nothing itself: wraps the loader of every spec found for torch (a library may
+        look torch up without importing it), so that the hooks go in once torch is imported
+        whole (torch.optim and torch.amp included); leaves when they are in."""
 
         def find_spec(self, name, path=None, target=None):
-            if name != "torch":
+            if name != "torch" or window.installed:
                 return None
-            sys.meta_path.remove(self)
             for finder in sys.meta_path:
                 find = getattr(finder, "find_spec", None)
-                spec = find(name, path, target) if find else None
+                mine = type(finder).__name__ == "_AfterTorch"  # this one, or another copy's
+                spec = find(name, path, target) if find and not mine else None
                 if spec is not None:
                     break
             else:
                 return None
-            loader = spec.loader
-            run = getattr(loader, "exec_module", None)
+            run = getattr(spec.loader, "exec_module", None)
             if run is None:
                 return spec
+            finder = self
 
             def exec_module(module):
                 run(module)
                 window.install()
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
 
-            loader.exec_module = exec_module
+            spec.loader.exec_module = exec_module
             return spec
 
     sys.meta_path.insert(0, _AfterTorch())

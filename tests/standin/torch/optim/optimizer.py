@@ -45,9 +45,11 @@ class Optimizer:
         self.param_groups = [{"params": list(params)}]
         self.state: dict[Any, dict[str, int]] = {}
 
-    def step(self, closure: object = None) -> None:
+    def step(self, closure: object = None, fail: bool = False) -> None:
         import torch  # the stand-in's event log (imported here: torch imports this module)
 
+        if fail:
+            raise MemoryError("CUDA out of memory (stand-in)")
         torch._event("optimizer.step")
         if self.counts_steps:
             for param in self.param_groups[0]["params"]:
