@@ -139,8 +139,8 @@ class _NsysgenStepWindow:
 
         if not hasattr(optimizer_module, "register_optimizer_step_post_hook"):
             self._refuse(
-                f"torch {torch.__version__} has no global optimizer step hooks (torch >= 2.0): "
-                "nothing is recorded"
+                f"torch {getattr(torch, '__version__', '?')} has no global optimizer step hooks "
+                "(torch >= 2.0): nothing is recorded"
             )
             return
 
