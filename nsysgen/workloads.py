@@ -132,8 +132,8 @@ def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
     """Variables the step helper reads; one patch or helper serves every sweep point."""
     capture = config.capture
     method = step_method(config)
-    if method is None:
-        return ()
+    if method is None or not marks_steps(config):
+        return ()  # a framework's own window reads its arguments, not these
     env = [
         ("NSYSGEN_PROFILE_FIRST_STEP", str(capture.first_step)),
         ("NSYSGEN_PROFILE_LAST_STEP", str(capture.last_step)),
@@ -153,9 +153,6 @@ def step_window_env(config: Config) -> tuple[tuple[str, str], ...]:
             ("NSYSGEN_PROFILE_STEP_EXPR", native.at_step),
             ("NSYSGEN_PROFILE_STEP_SCOPE", native.scope),
         ]
-    if method == "native":
-        # The framework opens and closes the window; the helper only marks the steps.
-        env.append(("NSYSGEN_PROFILE_CONTROL", "framework"))
     return tuple(env)
 
 
@@ -201,10 +198,8 @@ def marks_steps(config: Config) -> bool:
 
 
 def uses_site(config: Config) -> bool:
-    """The zero-patch helper is on the program's PYTHONPATH (hook, and native step marks)."""
-    return step_method(config) == "hook" or (
-        step_method(config) == "native" and workload_kind(config).marks_native
-    )
+    """The zero-patch helper is on the program's PYTHONPATH."""
+    return step_method(config) == "hook"
 
 
 def window_ranks(config: Config) -> str:
@@ -475,8 +470,6 @@ class WorkloadKind:
     launches: tuple[Launch, ...]  # the launch shapes it supports
     # capture.step_method values it supports, its default first (none: no step capture)
     step_methods: tuple[str, ...] = ()
-    # with native windows: the zero-patch helper marks each step and optimizer step
-    marks_native: bool = False
     native: NativeWindow | None = None  # the framework's own window (step_method=native)
 
 

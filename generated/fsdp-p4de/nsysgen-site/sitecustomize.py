@@ -54,10 +54,9 @@ class _NsysgenStepWindow:
     (Adam's state "step", which survives a resume), else by counting from 0.
 
     Reads NSYSGEN_PROFILE_FIRST_STEP, NSYSGEN_PROFILE_LAST_STEP, NSYSGEN_PROFILE_RANKS (a comma
-    list of global ranks, one_per_node or all), NSYSGEN_PROFILE_OPTIMIZER_STEPS (optimizer steps
-    per training step, default 1) and NSYSGEN_PROFILE_CONTROL ("framework": the framework opens
-    the window itself, only mark the steps). nsysgen's launch files set them; without them
-    nothing is imported and nothing happens.
+    list of global ranks, one_per_node or all) and NSYSGEN_PROFILE_OPTIMIZER_STEPS (optimizer
+    steps per training step, default 1). nsysgen's launch files set them; without them nothing
+    is imported and nothing happens.
     """
 
     def __init__(self):
@@ -98,7 +97,6 @@ class _NsysgenStepWindow:
             or str(rank) in ranks.split(",")
         )
         self.first, self.last_step, self.per_step = int(first), int(last), int(per_step)
-        self.control = env.get("NSYSGEN_PROFILE_CONTROL", "") != "framework"
         self.expr = env.get("NSYSGEN_PROFILE_STEP_EXPR", "").strip() or None
         self.scope = env.get("NSYSGEN_PROFILE_STEP_SCOPE", "").strip()
 
@@ -219,7 +217,7 @@ class _NsysgenStepWindow:
     def _begin(self, step):
         import torch
 
-        if self.control and not (self.recording or self.done):
+        if not (self.recording or self.done):
             if self.first <= step <= self.last_step:
                 torch.cuda.synchronize()
                 torch.cuda.cudart().cudaProfilerStart()
