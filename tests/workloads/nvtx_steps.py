@@ -20,13 +20,21 @@ from pathlib import Path
 
 import nvtx
 
+BARRIER_TIMEOUT_S = 60
+
 
 def barrier(folder: Path, step: int, rank: int, world: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     Path(folder, f"{step}.{rank}").touch()
     # Polled every 2 ms: finer polling by 16 ranks on 2 cores costs more CPU time than the
     # jitter it saves (2 ms is far below the straggler bar of 25 % of a 50 ms step).
-    while len(list(folder.glob(f"{step}.*"))) < world:
+    deadline = time.monotonic() + BARRIER_TIMEOUT_S
+    while len(arrived := list(folder.glob(f"{step}.*"))) < world:
+        if time.monotonic() > deadline:
+            # A rank that never came (its nsys failed to start) must fail the job, not hang it
+            # until the time limit.
+            ranks = sorted(int(p.suffix[1:]) for p in arrived)
+            raise SystemExit(f"rank {rank}: step {step} barrier timed out; arrived: {ranks}")
         time.sleep(0.002)
 
 
