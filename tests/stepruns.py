@@ -86,6 +86,8 @@ def parse(stdout: str, stderr: str = "") -> Run:
             label, ended = None, label
         else:
             _other(run, event, words, label, ended)
+            if event.startswith("log "):
+                ended = None  # one log per ended range; after the window there is none
     return run
 
 

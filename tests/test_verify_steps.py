@@ -71,7 +71,10 @@ def test_micro_batch_ranges_are_named() -> None:
     spans = [(10 * i, 10 * i + 9, f"step {3 + i // 4}") for i in range(12)]
     marks = [(10 * i + 8, f"nsysgen optimizer step {3 + i // 4} AdamW#0") for i in (3, 7, 11)]
     found = check_contents(STEPS, _contents(spans, marks), False)
-    assert found.problems[0] == "1 optimizer step per step asked; the step ranges hold 0..1"
+    assert found.problems[0] == (
+        "1 optimizer step per step asked; the step ranges hold 0..1 (step 3 of process 1: 0, "
+        "step 3 of process 1: 0, step 3 of process 1: 0, step 4 of process 1: 0 and 5 more)"
+    )
     assert found.causes[0] == (
         "4 ranges per optimizer step: the patched loop is a micro-batch loop, not the step loop"
     )

@@ -485,7 +485,10 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
         )
         return  # each optimizer counts its own steps: their numbers say nothing more
     if any(count != per_step for count in counts):
-        _wrong_counts(per_step, counts, names, found)
+        wrong = [
+            (steps[j][3], steps[j][0], len(m)) for j, m in grouped.items() if len(m) != per_step
+        ]
+        _wrong_counts(per_step, counts, names, found, wrong)
     if outside:
         found.problems.append(f"{_plural(outside, 'optimizer step')} outside the step ranges")
         found.causes.append("the patched loop is not the loop that steps the optimizer")
@@ -540,11 +543,20 @@ def _take_turns(inside: list[list[re.Match[str]]]) -> bool:
     return False
 
 
-def _wrong_counts(per_step: int, counts: list[int], names: list[str], found: Finding) -> None:
+def _wrong_counts(
+    per_step: int,
+    counts: list[int],
+    names: list[str],
+    found: Finding,
+    wrong: list[tuple[int, int, int]],
+) -> None:
+    """`wrong`: (step, process, optimizer steps held) of each range that holds another count."""
     without, most = counts.count(0), max(counts)
+    listed = ", ".join(f"step {step} of process {pid}: {held}" for step, pid, held in wrong[:4])
+    more = f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""
     found.problems.append(
         f"{_plural(per_step, 'optimizer step')} per step asked; the step ranges hold "
-        f"{_steps_text(sorted(set(counts)))}"
+        f"{_steps_text(sorted(set(counts)))} ({listed}{more})"
     )
     if without and sum(counts):
         ratio = round(len(counts) / sum(counts))

@@ -13,11 +13,13 @@
 #    nanoGPT's own "iter N: ... time X ms" lines; and hookcost.py (the hooks alone).
 # -> $OUT/steps24.json (summary) and $OUT/steps24.tar.gz (logs, verify output, counts, small
 #    SQLite exports and reports).
-# Environment: RUNS (3), COST_ITERS (200), DEADLINE_S (450: later cost runs are skipped past it).
+# Environment: RUNS (3), COST_ITERS (200), DEADLINE_S (450: later cost runs are skipped past it),
+# SCRIPTS ("nanogpt ddp fabric": the scripts whose two setups run).
 set -uo pipefail
 dir=$(cd "${1:-device/steps24}" && pwd)
 root=/tmp/nsysgen-gpu
 : "${OUT:=/tmp/out}" "${RUNS:=3}" "${COST_ITERS:=200}" "${DEADLINE_S:=450}"
+: "${SCRIPTS:=nanogpt ddp fabric}"
 res=$root/steps24
 corpus=tests/training_scripts/corpus
 rm -rf "$root" && mkdir -p "$root" "$OUT" "$res/cost"
@@ -27,6 +29,9 @@ chmod +x "$root/work/fabric_driver.py" "$dir"/shim/*
 . "$dir/nsys-env.sh" "$dir/debs"
 export QDSTRM_IMPORTER=$NSYS_HOST/linux-desktop-glibc_2_11_3-x64/QdstrmImporter
 export PATH=$dir/shim:$PATH
+# The stand-in scontrol names the node as the job's node list does; torchrun's rendezvous then
+# connects to that name, which a real cluster's DNS resolves (here: to this machine).
+getent hosts gpunode1 > /dev/null || echo '127.0.0.1 gpunode1' >> /etc/hosts
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
 say() { echo "[steps24 $((SECONDS))s] $*"; }
@@ -116,22 +121,25 @@ fabric_hook=(--optimizer multi_tensor_apply --forward nll_loss_forward --expect-
 fabric_patch=(--optimizer multi_tensor_apply --forward nll_loss_forward --expect-marks 1
               --expect-forwards 1 --expect-steps 6..10)
 
+wanted() { case " $SCRIPTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
 id=2400
 for method in hook patch; do
   for name in nanogpt ddp fabric; do
     id=$((id + 1))
+    wanted "$name" || continue
     run_job "$name-$method" "$id" &
   done
   wait
 done
 pack
-check_setup nanogpt-hook "${nanogpt[@]}" &
-check_setup nanogpt-patch "${nanogpt[@]}" &
-check_setup ddp-hook "${ddp[@]}" &
+wanted nanogpt && check_setup nanogpt-hook "${nanogpt[@]}" &
+wanted nanogpt && check_setup nanogpt-patch "${nanogpt[@]}" &
+wanted ddp && check_setup ddp-hook "${ddp[@]}" &
 wait
-check_setup ddp-patch "${ddp[@]}" &
-check_setup fabric-hook "${fabric_hook[@]}" &
-check_setup fabric-patch "${fabric_patch[@]}" &
+wanted ddp && check_setup ddp-patch "${ddp[@]}" &
+wanted fabric && check_setup fabric-hook "${fabric_hook[@]}" &
+wanted fabric && check_setup fabric-patch "${fabric_patch[@]}" &
 wait
 pack
 

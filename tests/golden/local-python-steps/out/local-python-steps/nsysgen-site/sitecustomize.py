@@ -44,8 +44,8 @@ class _NsysgenStepWindow:
     A step ends when the optimizer steps: PyTorch's global optimizer step hooks (torch >= 2.0)
     fire for every torch.optim.Optimizer, also those that DeepSpeed, Megatron, accelerate and
     Lightning wrap, and only when the optimizer really steps, so a step holds all its
-    micro-batches whatever the shape of the loop. Each step is an NVTX range "step N", and every
-    optimizer step an NVTX mark "nsysgen optimizer step N <Class>#<i> [skipped]", from which
+    micro-batches whatever the shape of the loop. Each step of the window is an NVTX range
+    "step N", and each of its optimizer steps an NVTX mark "nsysgen optimizer step N <Class>#<i> [skipped]", from which
     `nsysgen verify` proves that each range holds one optimizer step.
 
     Steps are numbered by the script's own counter where nsysgen found one (given to open() at
@@ -69,7 +69,8 @@ class _NsysgenStepWindow:
         self.active = False
         self.installed = False
         self.owner = None  # another copy of the helper that installed the hooks first
-        self.step = None  # the step whose NVTX range is open
+        self.step = None  # the step under way (its NVTX range is open if pushed)
+        self.pushed = False  # the step's NVTX range was pushed (only inside the window)
         self.taken = 0  # optimizer steps taken in the open step
         self.last = None  # the number of the step that ended last
         self.number = None  # the step number read at the current optimizer step
@@ -222,13 +223,19 @@ class _NsysgenStepWindow:
                 torch.cuda.synchronize()
                 torch.cuda.cudart().cudaProfilerStart()
                 self.recording = True
-        torch.cuda.nvtx.range_push(f"step {step}")
+        # Ranges and marks only inside the window: in a session that records several processes
+        # (one torchrun per node), another rank may still be recording this one's next step.
+        self.pushed = self.recording
+        if self.pushed:
+            torch.cuda.nvtx.range_push(f"step {step}")
         self.step, self.taken = step, 0
 
     def _end(self):
         import torch
 
-        torch.cuda.nvtx.range_pop()
+        if self.pushed:
+            self.pushed = False
+            torch.cuda.nvtx.range_pop()
         number = self.step if self.number is None else self.number
         self.last, self.step, self.number = number, None, None
         if self.recording and number >= self.last_step:
@@ -364,7 +371,8 @@ class _NsysgenStepWindow:
             )
         number = self.number if self.number is not None else self.counted
         label = f"nsysgen optimizer step {number} {type(optimizer).__name__}#{index}"
-        torch.cuda.nvtx.mark(label + (" skipped" if skipped else ""))
+        if self.recording:
+            torch.cuda.nvtx.mark(label + (" skipped" if skipped else ""))
         if self.step is None and self.patched:
             return  # outside the patched loop (an evaluation or warm-up step, say)
         self.taken += 1
@@ -389,8 +397,9 @@ class _NsysgenStepWindow:
             self.recording = False
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
-        if self.step is not None:
-            self.step = None
+        self.step = None
+        if self.pushed:
+            self.pushed = False
             torch.cuda.nvtx.range_pop()
 
     def _fail(self, error):
