@@ -29,8 +29,7 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from nsysgen.analyze import export_sqlite
-from nsysgen.analyze_map import (
+from nsysgen.analyze.map import (
     Progress,
     Task,
     Where,
@@ -41,6 +40,7 @@ from nsysgen.analyze_map import (
     report_key,
     run_task,
 )
+from nsysgen.analyze.nccl import export_sqlite
 
 
 def reset_peak_rss() -> None:

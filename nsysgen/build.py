@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from nsysgen import __version__
-from nsysgen.compose import Composed, Composer
+from nsysgen.config.compose import Composed, Composer
+from nsysgen.config.sweep import expand
 from nsysgen.errors import ComposeError, InvalidConfig, NsysgenError
-from nsysgen.lints import Finding
-from nsysgen.manifest import TamperedFile, is_safe_relative, load_json
+from nsysgen.output.manifest import TamperedFile, is_safe_relative, load_json
+from nsysgen.output.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
-from nsysgen.sweep import expand
-from nsysgen.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
+from nsysgen.profile.lints import Finding
 
 SWEEP_INDEX = "nsysgen-sweep.json"
 

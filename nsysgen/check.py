@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 from nsysgen.build import SWEEP_INDEX, read_sweep_index
-from nsysgen.compose import Composer
+from nsysgen.config.compose import Composer
 from nsysgen.errors import NsysgenError
-from nsysgen.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
+from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
 from nsysgen.pipeline import Compiled, compile_config
 
 Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid", "incomplete"]

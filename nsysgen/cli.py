@@ -18,13 +18,13 @@ from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenE
 # start without Hydra, Jinja and the schemas (about 0.6 s of imports).
 if TYPE_CHECKING:
     from nsysgen.build import FolderResult, SweepResult
-    from nsysgen.compose import Composer
+    from nsysgen.config.compose import Composer
 
 
 def __getattr__(name: str) -> Any:
     """`nsysgen.cli.Composer` on first use (PEP 562); tests stand a shared one in for it."""
     if name == "Composer":
-        from nsysgen.compose import Composer
+        from nsysgen.config.compose import Composer
 
         return Composer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -167,8 +167,8 @@ def verb_help(verb: str) -> str:
 
 
 def help_text(composer: Composer) -> str:
-    from nsysgen.compose import GROUPS
-    from nsysgen.keys import catalog
+    from nsysgen.config.compose import GROUPS
+    from nsysgen.config.keys import catalog
 
     defaults = composer.compose([]).choices
     lines = [
@@ -339,7 +339,7 @@ def run(argv: Sequence[str]) -> int:
         print(f"nsysgen {__version__}")
         return EXIT_OK
     if first == "analyze":
-        from nsysgen.analyze_cli import run_analyze
+        from nsysgen.analyze.cli import run_analyze
 
         return run_analyze(argv[1:])
     if first == "verify":

@@ -6,8 +6,8 @@ no Python start-up. Options of a user's --config-dir are not known to it.
 
 from __future__ import annotations
 
-from nsysgen.compose import GROUPS, Composer
-from nsysgen.keys import catalog
+from nsysgen.config.compose import GROUPS, Composer
+from nsysgen.config.keys import catalog
 
 VERB_WORDS = ("plan", "check", "show", "analyze", "verify", "completion")
 

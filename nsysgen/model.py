@@ -2,8 +2,8 @@
 
 The schema has already checked shapes and types, so this module only converts; plan and render
 code use attributes, never dict keys. The `workload.<kind>` and `target` blocks are typed by
-their plug-ins (`nsysgen.workloads.WORKLOADS`, `nsysgen.targets.TARGETS`): each kind has its own
-frozen settings dataclass, a subclass of `WorkloadSettings` / `TargetSettings`.
+their plug-ins (`nsysgen.profile.workloads.WORKLOADS`, `nsysgen.targets.TARGETS`): each kind has
+its own frozen settings dataclass, a subclass of `WorkloadSettings` / `TargetSettings`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from nsysgen.inputs import TrainingPatch
+    from nsysgen.profile.inputs import TrainingPatch
 
 RankPolicy = Literal["one_per_node", "all"]
 Launch = Literal["per_gpu", "per_node"]
@@ -159,7 +159,7 @@ class Config:
     lints: Lints
     # Every composed value at its config path, for checks that must see all of them (secrets).
     values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    # The training script's step-window patch (nsysgen.inputs), read during validation.
+    # The training script's step-window patch (nsysgen.profile.inputs), read during validation.
     training_patch: TrainingPatch | None = None
     analysis: Analysis = field(default_factory=Analysis)
 
@@ -175,8 +175,8 @@ class Config:
 def from_dict(data: dict[str, Any]) -> Config:
     """Convert a schema-valid composed config into typed objects."""
     # The registries import this module for Config: look them up when a config is typed.
+    from nsysgen.profile.workloads import WORKLOADS
     from nsysgen.targets import TARGETS
-    from nsysgen.workloads import WORKLOADS
 
     workload, target = data["workload"], data["target"]
     return Config(

@@ -12,17 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nsysgen import model
-from nsysgen.compose import Composed
+from nsysgen.config.compose import Composed
+from nsysgen.config.hygiene import value_issues
+from nsysgen.config.validate import schema_issues
 from nsysgen.errors import InvalidConfig, Issue
-from nsysgen.hygiene import value_issues
-from nsysgen.inputs import training_patch
-from nsysgen.lints import Finding, run_lints
-from nsysgen.manifest import Manifest, build_manifest
-from nsysgen.plan import ProfilePlan, build_plan
-from nsysgen.render import RenderedFile, render
-from nsysgen.semantic import semantic_issues
+from nsysgen.output.manifest import Manifest, build_manifest
+from nsysgen.output.render import RenderedFile, render
+from nsysgen.profile.inputs import training_patch
+from nsysgen.profile.lints import Finding, run_lints
+from nsysgen.profile.plan import ProfilePlan, build_plan
+from nsysgen.profile.semantic import semantic_issues
 from nsysgen.targets import TARGETS
-from nsysgen.validate import schema_issues
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from nsysgen.analysis_job import analysis_job, human_seconds
-from nsysgen.lints import Finding, all_lints
 from nsysgen.model import Config
-from nsysgen.plan import ProfilePlan, RecordedTask
+from nsysgen.profile.analysis_job import analysis_job, human_seconds
+from nsysgen.profile.lints import Finding, all_lints
+from nsysgen.profile.plan import ProfilePlan, RecordedTask
 
 _SAMPLE = 8  # report names shown (table and JSON) unless --expand asks for more
 
@@ -41,7 +41,7 @@ def _human(size: float) -> str:
 
 def totals(config: Config, plan: ProfilePlan) -> tuple[int, int]:
     """(reports, bytes): the GPU-metrics data only counts where a collector runs."""
-    from nsysgen.estimate import calibration
+    from nsysgen.profile.estimate import calibration
 
     extra = calibration()["gpu_metrics_bytes"] if config.capture.gpu_metrics else 0
     reports = len(plan.recorded)

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from nsysgen.compose import Composed
-from nsysgen.keys import catalog
+from nsysgen.config.compose import Composed
+from nsysgen.config.keys import catalog
 
 
 def _scalar(value: Any) -> str:

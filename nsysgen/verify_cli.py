@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nsysgen.verify_core import main
+from nsysgen.shipped.verify import main
 
 
 def run_verify(argv: Sequence[str]) -> int:

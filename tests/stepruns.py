@@ -9,8 +9,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsysgen.patch import patch_source
-from nsysgen.render import render_template
+from nsysgen.output.render import render_template
+from nsysgen.patching.patch import patch_source
 from tests.conftest import REPO
 
 HELPER = render_template("common/_step_window_class.py.j2")

@@ -79,7 +79,7 @@ def test_plot_is_a_png_per_operation(analysed: Analysed) -> None:
 
 
 def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
-    from nsysgen.analyze import AnalyzeError, parse_nccl_tests_log
+    from nsysgen.analyze.nccl import AnalyzeError, parse_nccl_tests_log
 
     log = tmp_path / "log"
     log.write_text(NCCL_TESTS_LOG)
@@ -152,8 +152,8 @@ def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli: RunCli) -> Non
 )
 def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> None:
     from nsysgen import model
-    from nsysgen.compose import Composer
-    from nsysgen.recipes import recipe_runs
+    from nsysgen.config.compose import Composer
+    from nsysgen.profile.recipes import recipe_runs
 
     config = model.from_dict(Composer().compose(overrides).data)
     assert [run.folder for run in recipe_runs(config)] == expected
@@ -177,7 +177,7 @@ def test_sizes_from_nccls_own_payload_match_every_call(tmp_path: Path, run_cli: 
 def test_payload_decoding_rejects_what_it_does_not_understand() -> None:
     import struct
 
-    from nsysgen.analyze import _payload_size
+    from nsysgen.analyze.nccl import _payload_size
 
     blob = struct.pack("<QQQQ", 1, 77, 24, 32) + struct.pack("<QQQ", 5, 4096, 0)
     assert _payload_size(blob, {77: 8}) == 4096
@@ -220,7 +220,7 @@ def no_nsys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 @pytest.fixture
 def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
     """Drawing takes most of a run; these tests are about which calls are read."""
-    from nsysgen import analyze_cli
+    from nsysgen.analyze import cli as analyze_cli
 
     def skip(op: str, _calls: object, _reference: object, out: Path) -> Path:
         return out / f"nccl_{op}_durations.png"

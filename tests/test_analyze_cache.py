@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-from nsysgen import analyze_map, analyze_record, analyze_steps_plot, steps_cli
-from nsysgen.analyze_map import Task, reduced_file
+from nsysgen.analyze import map as analyze_map
+from nsysgen.analyze import record as analyze_record
+from nsysgen.analyze import steps_cli
+from nsysgen.analyze import steps_plot as analyze_steps_plot
+from nsysgen.analyze.map import Task, reduced_file
 from tests.conftest import REPO, RunCli
 from tests.test_analyze import GPU_SQLITE, fake_nsys
 

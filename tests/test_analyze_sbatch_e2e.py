@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import analyze_record
+from nsysgen.analyze import record as analyze_record
 from tests.conftest import RunCli
 from tests.realparts import LocalCluster, job_processes
 

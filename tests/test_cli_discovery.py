@@ -13,8 +13,8 @@ import yaml
 
 from nsysgen import __version__
 from nsysgen.completion import completion_script
-from nsysgen.compose import Composer
-from nsysgen.lints import markdown_table
+from nsysgen.config.compose import Composer
+from nsysgen.profile.lints import markdown_table
 from tests.conftest import EXPERIMENTS, REPO, CliResult, run_nsysgen_process
 
 Run = Callable[..., CliResult]

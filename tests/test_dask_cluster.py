@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from nsysgen import dask_cluster
-from nsysgen.dask_cluster import Census, census, node_of
+from nsysgen.analyze import dask_cluster
+from nsysgen.analyze.dask_cluster import Census, census, node_of
 
 
 def scheduler(*names: str, stopped: tuple[str, ...] = ()) -> SimpleNamespace:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from nsysgen.cli import main
-from nsysgen.render import header, render_template
+from nsysgen.output.render import header, render_template
 from tests.conftest import REPO, RunCli
 from tests.k8s_checks import (
     crd_problems,

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from nsysgen.patch import PatchError, analyse
 from nsysgen.patching import find as f
 from nsysgen.patching.find import StepLoop
+from nsysgen.patching.patch import PatchError, analyse
 
 
 def script(text: str) -> str:

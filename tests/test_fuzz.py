@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from nsysgen.cli import main
-from nsysgen.compose import GROUPS, Composer
+from nsysgen.config.compose import GROUPS, Composer
 
 REPO = Path(__file__).resolve().parent.parent
 CASE_TIMEOUT_S = 20

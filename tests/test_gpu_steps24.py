@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.verify_core import main as verify
+from nsysgen.shipped.verify import main as verify
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "gpu-steps24"

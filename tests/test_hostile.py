@@ -41,7 +41,7 @@ import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from nsysgen.cli import main
-from nsysgen.compose import Composer
+from nsysgen.config.compose import Composer
 
 REPO = Path(__file__).resolve().parent.parent
 STANDIN = REPO / "tests" / "hostile" / "standin"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from nsysgen.compose import Composer
-from nsysgen.interpolate import Unsupported, resolve
+from nsysgen.config.compose import Composer
+from nsysgen.config.interpolate import Unsupported, resolve
 from tests.conftest import EXPERIMENTS
 
 

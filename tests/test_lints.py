@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.lints import all_lints
-from nsysgen.step_args import StepLimit, step_limit
+from nsysgen.patching.step_args import StepLimit, step_limit
+from nsysgen.profile.lints import all_lints
 from tests.conftest import EXPERIMENTS, REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
@@ -209,7 +209,7 @@ def test_calibration_is_what_the_fit_gives() -> None:
     model = fit.fit()
     errors = fit.errors(model)
     model["max_abs_error_percent"] = round(max(abs(e[3]) for e in errors), 1)
-    stored = json.loads((REPO / "nsysgen" / "calibration.json").read_text())
+    stored = json.loads((REPO / "nsysgen" / "profile" / "calibration.json").read_text())
     assert model == stored
     assert len(errors) == 10 and stored["max_abs_error_percent"] < 25
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.overhead import SECONDS_PER_LAUNCH, THRESHOLD_PERCENT, estimate_slowdown
+from nsysgen.profile.overhead import SECONDS_PER_LAUNCH, THRESHOLD_PERCENT, estimate_slowdown
 
 
 def test_launch_bound_loop_gets_the_measured_cost_back() -> None:

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from nsysgen.patch import PatchError, patch_source, strip, unified_patch
-from nsysgen.render import render_template
+from nsysgen.output.render import render_template
+from nsysgen.patching.patch import PatchError, patch_source, strip, unified_patch
 from tests.conftest import REPO, RunCli
 
 SCRIPTS = sorted(p.name for p in (REPO / "tests" / "training_scripts").glob("*.py"))

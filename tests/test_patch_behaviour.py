@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.patch import patch_source, strip, unified_patch
+from nsysgen.patching.patch import patch_source, strip, unified_patch
 from tests.conftest import REPO
 from tests.stepruns import HELPER, Run, run_script
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from nsysgen.patch import PatchError, analyse, patch_source, strip, unified_patch
+from nsysgen.output.render import render_template
 from nsysgen.patching.find import ACCUMULATIONS
-from nsysgen.render import render_template
+from nsysgen.patching.patch import PatchError, analyse, patch_source, strip, unified_patch
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # shellcheck/bash over every setup; a corpus of scripts

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
-from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTask, expand_name
-from nsysgen.render import ArtifactSpec
+from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile import nsys_cmd
+from nsysgen.profile.lints import Lint
+from nsysgen.profile.plan import ProfilePlan, RecordedTask, expand_name
+from nsysgen.profile.workloads import LaunchShell, program, typed_block
 from nsysgen.targets import TARGETS
 from nsysgen.targets.common import recipes_script, workload_files
-from nsysgen.workloads import LaunchShell, program, typed_block
 from tests.conftest import REPO, RunCli
 
 

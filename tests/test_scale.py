@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import analyze_record, plan
-from nsysgen.plan import RecordedTasks
+from nsysgen.analyze import record as analyze_record
+from nsysgen.profile import plan
+from nsysgen.profile.plan import RecordedTasks
 from nsysgen.targets import slurm
 from tests.conftest import RunCli
 from tests.test_analyze import GPU_SQLITE, fake_nsys

@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from nsysgen.validate import schema_issues
+from nsysgen.config.validate import schema_issues
 from tests.conftest import REPO, RunCli
 
 SCHEMAS = REPO / "schemas"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.manifest import MANIFEST_NAME
+from nsysgen.output.manifest import MANIFEST_NAME
 from tests.conftest import CliResult
 
 Run = Callable[..., CliResult]
@@ -226,7 +226,7 @@ def test_experiment_null_is_the_default(tmp_path: Path, run_cli: Run) -> None:
 
 
 def test_schema_patterns_refuse_a_trailing_newline_on_their_own() -> None:
-    from nsysgen.validate import _validator
+    from nsysgen.config.validate import _validator
 
     errors = list(_validator("job").iter_errors({"name": "abc\n", "time_limit_min": 5}))
     assert [e.message for e in errors] == ["'abc\\n' does not match '^[a-z0-9][a-z0-9._-]*$'"]

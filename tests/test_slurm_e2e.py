@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from nsysgen import model
-from nsysgen.analyze import export_sqlite
+from nsysgen.analyze.nccl import export_sqlite
 from nsysgen.cli import main
-from nsysgen.compose import Composer
-from nsysgen.estimate import estimate_report_size
+from nsysgen.config.compose import Composer
+from nsysgen.profile.estimate import estimate_report_size
 from tests.conftest import EXPERIMENTS, REPO, RunCli
 from tests.realparts import LocalCluster, python_workload
 
@@ -162,7 +162,7 @@ def test_window_capture_records_a_slice_and_the_job_keeps_running(
     )
     estimate = estimate_report_size(config).bytes_per_report
     actual = reports[0].stat().st_size
-    stated = json.loads((REPO / "nsysgen" / "calibration.json").read_text())
+    stated = json.loads((REPO / "nsysgen" / "profile" / "calibration.json").read_text())
     assert abs(estimate - actual) / actual * 100 <= stated["max_abs_error_percent"], (
         estimate,
         actual,

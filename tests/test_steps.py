@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from nsysgen import analyze_steps_plot, stragglers
-from nsysgen.steps import reduce_report
+from nsysgen.analyze import steps_plot as analyze_steps_plot
+from nsysgen.analyze import stragglers
+from nsysgen.analyze.steps import reduce_report
 from tests.conftest import REPO, CliResult
 
 RunCli = Callable[..., CliResult]

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from nsysgen.analyze import read_calls
-from nsysgen.steps import reduce_report
+from nsysgen.analyze.nccl import read_calls
+from nsysgen.analyze.steps import reduce_report
 from tests.conftest import REPO, RunCli
 from tests.test_steps import assert_agrees_with_nsys_stats
 

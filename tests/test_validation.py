@@ -226,8 +226,8 @@ def test_every_schema_is_valid_2020_12() -> None:
 def test_every_packaged_option_composes_and_validates(
     group: str, run_cli: RunCli, tmp_path: Path
 ) -> None:
-    from nsysgen.compose import Composer
-    from nsysgen.validate import schema_issues
+    from nsysgen.config.compose import Composer
+    from nsysgen.config.validate import schema_issues
 
     composer = Composer()
     for option in composer.group_options(group):

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from nsysgen import model
-from nsysgen.compose import Composer
-from nsysgen.lints import Finding, run_lints
-from nsysgen.plan import build_plan
+from nsysgen.config.compose import Composer
+from nsysgen.profile.lints import Finding, run_lints
+from nsysgen.profile.plan import build_plan
+from nsysgen.profile.teardown import sbatch_options, write_seconds
+from nsysgen.shipped.verify import Contents, check_contents, expected_reports, main, read_contents
 from nsysgen.targets import TARGETS
-from nsysgen.teardown import sbatch_options, write_seconds
-from nsysgen.verify_core import Contents, check_contents, expected_reports, main, read_contents
-from nsysgen.verify_expect import expectations, generic_regex
+from nsysgen.targets.expect import expectations, generic_regex
 from tests.conftest import EXPERIMENTS
 
 

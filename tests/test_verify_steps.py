@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from nsysgen import model
-from nsysgen.compose import Composer
-from nsysgen.verify_core import Contents, check_contents, read_contents
-from nsysgen.verify_expect import expectations
+from nsysgen.config.compose import Composer
+from nsysgen.shipped.verify import Contents, check_contents, read_contents
+from nsysgen.targets.expect import expectations
 from tests.stepruns import run_script
 from tests.test_step_helper import CONTINUE, ENGINE, GAN, window
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.manifest import MANIFEST_NAME
+from nsysgen.output.manifest import MANIFEST_NAME
 from tests.conftest import REPO, RunCli, tree_bytes
 
 STEPS = ["workload=fsdp", "capture=steps", "capture.step_method=patch", "job.name=train"]
@@ -148,7 +148,7 @@ def test_crash_before_the_swap_leaves_previous_output_exactly(
     run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import nsysgen.write
+    import nsysgen.output.write
 
     assert run_cli(*STEPS, f"output_dir={tmp_path}").code == 0
     before = snapshot(tmp_path)
@@ -156,7 +156,7 @@ def test_crash_before_the_swap_leaves_previous_output_exactly(
     def crash(*_: object) -> None:
         raise KeyboardInterrupt  # as if the process died between staging and swapping
 
-    monkeypatch.setattr(nsysgen.write, "_swap_in", crash)
+    monkeypatch.setattr(nsysgen.output.write, "_swap_in", crash)
     assert run_cli(*WINDOW, f"output_dir={tmp_path}").code == 130
     monkeypatch.undo()
     visible = {k: v for k, v in snapshot(tmp_path).items() if not k.startswith(".")}

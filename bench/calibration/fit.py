@@ -1,4 +1,4 @@
-"""Fits nsysgen's report-size model to real reports and writes nsysgen/calibration.json.
+"""Fits nsysgen's report-size model to real reports and writes nsysgen/profile/calibration.json.
 
     python bench/calibration/fit.py          # prints each report's estimate and error
 
@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGET = HERE.parent.parent / "nsysgen" / "calibration.json"
+TARGET = HERE.parent.parent / "nsysgen" / "profile" / "calibration.json"
 
 
 def rows(name: str) -> list[dict[str, str]]:

@@ -213,7 +213,7 @@ def analysis() -> Any:
     library only), or None where it does not import."""
     sys.path.insert(0, os.environ.get("X2_REPO", str(Path.cwd())))
     try:
-        from nsysgen import steps, stragglers
+        from nsysgen.analyze import steps, stragglers
 
         return steps, stragglers
     except ImportError as error:

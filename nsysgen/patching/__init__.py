@@ -1,2 +1,2 @@
 """The pieces of the training-loop patch: `source` reads files as published, `find` finds the
-step loop and its counter; `nsysgen.patch` puts them together."""
+step loop and its counter; `nsysgen.patching.patch` puts them together."""

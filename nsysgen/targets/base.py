@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from nsysgen.errors import Issue
-    from nsysgen.lints import Lint
     from nsysgen.model import Block, Config, TargetSettings
-    from nsysgen.plan import ProfilePlan, RecordedTask, RecordedTasks
-    from nsysgen.render import ArtifactSpec
+    from nsysgen.output.render import ArtifactSpec
+    from nsysgen.profile.lints import Lint
+    from nsysgen.profile.plan import ProfilePlan, RecordedTask, RecordedTasks
 
 
 class Target(Protocol):

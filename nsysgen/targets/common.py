@@ -5,9 +5,9 @@ from __future__ import annotations
 import posixpath
 
 from nsysgen.model import Config
-from nsysgen.recipes import recipe_runs
-from nsysgen.render import ArtifactSpec
-from nsysgen.workloads import (
+from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile.recipes import recipe_runs
+from nsysgen.profile.workloads import (
     NEMO_OVERRIDES_FILE,
     PATCH_FILE,
     SITE_FILE,

@@ -6,18 +6,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
-from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
-from nsysgen.ranks import RankSelection, TaskSet, select, tasks_per_node
-from nsysgen.recipes import recipe_runs
-from nsysgen.render import ArtifactSpec
+from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile import nsys_cmd
+from nsysgen.profile.lints import Lint
+from nsysgen.profile.plan import ProfilePlan, RecordedTasks, expand_name
+from nsysgen.profile.ranks import RankSelection, TaskSet, select, tasks_per_node
+from nsysgen.profile.recipes import recipe_runs
+from nsysgen.profile.teardown import sbatch_options as teardown_options
+from nsysgen.profile.teardown import write_seconds
+from nsysgen.profile.workloads import SITE_DIR, LaunchShell, ShellExpr, program, typed_block
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
-from nsysgen.teardown import sbatch_options as teardown_options
-from nsysgen.teardown import write_seconds
-from nsysgen.workloads import SITE_DIR, LaunchShell, ShellExpr, program, typed_block
 
 WRAPPER = "nsys-exec"
 # What torchrun (one per node) reads from the job; head_node is set by job.sbatch.
@@ -270,8 +270,8 @@ def _readme(
 def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     """analyze.sbatch: a Dask cluster over its own allocation, recipes and nsysgen analyze on
     it; sized from the `analysis` block or the report count and size model."""
-    from nsysgen.analysis_job import analysis_job, human_seconds
     from nsysgen.plan_report import _human, totals
+    from nsysgen.profile.analysis_job import analysis_job, human_seconds
 
     reports, total = totals(config, plan)
     per_report = total / reports if reports else 0
@@ -385,6 +385,6 @@ TARGET = Slurm()
 
 def _verify_files(config: Config) -> list[ArtifactSpec]:
     # Imported here: verify_expect reads the plan, which imports the targets.
-    from nsysgen.verify_expect import verify_files
+    from nsysgen.targets.expect import verify_files
 
     return verify_files(config)

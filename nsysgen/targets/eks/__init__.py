@@ -8,13 +8,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsysgen import nsys_cmd
 from nsysgen.errors import Issue
-from nsysgen.lints import Lint
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.plan import ProfilePlan, RecordedTasks, expand_name
-from nsysgen.recipes import recipe_runs
-from nsysgen.render import ArtifactSpec, header, render_template
+from nsysgen.output.render import ArtifactSpec, header, render_template
+from nsysgen.profile import nsys_cmd
+from nsysgen.profile.lints import Lint
+from nsysgen.profile.plan import ProfilePlan, RecordedTasks, expand_name
+from nsysgen.profile.recipes import recipe_runs
+from nsysgen.profile.workloads import SITE_FILE, step_window_env, typed_block, uses_site
 from nsysgen.targets.common import recipes_script, upload_script, workload_files
 from nsysgen.targets.eks.injection import (
     injection_issues,
@@ -23,7 +24,6 @@ from nsysgen.targets.eks.injection import (
     torchrun_args,
 )
 from nsysgen.targets.eks.settings import EksSettings
-from nsysgen.workloads import SITE_FILE, step_window_env, typed_block, uses_site
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 # What the training operator and the kubelet set in a PyTorchJob pod.
@@ -759,6 +759,6 @@ TARGET = Eks()
 
 def _verify_files(config: Config) -> list[ArtifactSpec]:
     # Imported here: verify_expect reads the plan, which imports the targets.
-    from nsysgen.verify_expect import verify_files
+    from nsysgen.targets.expect import verify_files
 
     return verify_files(config)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config, settings_as
+from nsysgen.profile.workloads import ScriptSettings
 from nsysgen.targets.eks.settings import EksSettings
-from nsysgen.workloads import ScriptSettings
 
 # The injector's regex flavour is undocumented: keep to the constructs every
 # engine shares.

@@ -9,8 +9,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nsysgen.analyze import NcclCall, human_size
-from nsysgen.analyze_plot import Plots
+from nsysgen.analyze.nccl import NcclCall, human_size
+from nsysgen.analyze.plot import Plots
 
 Summary = dict[str, object]
 

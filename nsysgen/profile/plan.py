@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nsysgen import nsys_cmd
-from nsysgen.estimate import SizeEstimate, estimate_report_size
 from nsysgen.model import Config
-from nsysgen.overhead import SlowdownEstimate, estimate_slowdown
-from nsysgen.verify_core import expand_parts
-from nsysgen.workloads import step_detection
+from nsysgen.profile import nsys_cmd
+from nsysgen.profile.estimate import SizeEstimate, estimate_report_size
+from nsysgen.profile.overhead import SlowdownEstimate, estimate_slowdown
+from nsysgen.profile.workloads import step_detection
+from nsysgen.shipped.verify import expand_parts
 
 if TYPE_CHECKING:
     from nsysgen.targets.base import Target

@@ -17,8 +17,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from nsysgen.config.keys import catalog, suggest
 from nsysgen.errors import Issue
-from nsysgen.keys import catalog, suggest
 from nsysgen.resources import SCHEMAS_DIR
 
 ROOT_SCHEMA = "config.schema.json"

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from nsysgen.hygiene import walk
+from nsysgen.config.hygiene import walk
 
 # Variable names that hold credentials (AWS_SAK: some teams' short name for the secret key).
 _SECRET_NAME = re.compile(

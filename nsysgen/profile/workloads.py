@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsysgen.model import Block, Config, Launch, WorkloadSettings, settings_as
-from nsysgen.ranks import explicit_ranks
+from nsysgen.profile.ranks import explicit_ranks
 
 
 class ShellExpr(str):
@@ -81,7 +81,7 @@ class ScriptSettings(WorkloadSettings):
 
     script: str
     args: tuple[str, ...]
-    source: str | None  # the script in this repository (nsysgen.inputs reads it)
+    source: str | None  # the script in this repository (nsysgen.profile.inputs reads it)
     loop_line: int | None
     step_expr: str | None
 

@@ -26,10 +26,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from nsysgen.config.hygiene import control_character, resolver_issues
+from nsysgen.config.interpolate import REFERENCE, Unsupported, resolve
+from nsysgen.config.keys import suggest
 from nsysgen.errors import ComposeError, InvalidConfig
-from nsysgen.hygiene import control_character, resolver_issues
-from nsysgen.interpolate import REFERENCE, Unsupported, resolve
-from nsysgen.keys import suggest
 from nsysgen.resources import CONF_DIR
 
 GROUPS = ("cluster", "workload", "capture", "target", "nsight", "experiment")

@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nsysgen.analyze import AnalyzeError, NcclCall
-from nsysgen.analyze_plot import Plots
+from nsysgen.analyze.nccl import AnalyzeError, NcclCall
+from nsysgen.analyze.plot import Plots
+from nsysgen.analyze.regress import compare, load
+from nsysgen.analyze.steps import RankTables, assign_ranks
+from nsysgen.analyze.stragglers import Thresholds, find, measure
+from nsysgen.analyze.summary import build, write
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
-from nsysgen.regress import compare, load
-from nsysgen.steps import RankTables, assign_ranks
-from nsysgen.stragglers import Thresholds, find, measure
-from nsysgen.summary import build, write
 
 
 def _positive(text: str) -> float:
@@ -88,7 +88,7 @@ def run(
 ) -> tuple[list[Path], int]:
     """The reduction over reports: `per_report` holds each report's tables (the map step,
     nsysgen/analyze_map.py), `names` the reports' names in the same order; `plots` draws."""
-    from nsysgen.analyze_steps_plot import draw_all
+    from nsysgen.analyze.steps_plot import draw_all
 
     ranks = assign_ranks(per_report)
     thresholds = Thresholds(args.straggler_min_ms, args.straggler_min_percent / 100)

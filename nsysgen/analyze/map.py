@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from nsysgen.analyze import (
+from nsysgen.analyze.nccl import (
     AnalyzeError,
     NcclCall,
     export_sqlite,
@@ -41,7 +41,7 @@ from nsysgen.analyze import (
     read_calls,
     report_sources,
 )
-from nsysgen.steps import Collective, RankTables, StepRow, reduce_report
+from nsysgen.analyze.steps import Collective, RankTables, StepRow, reduce_report
 
 _CHUNK = 1 << 20
 
@@ -101,7 +101,7 @@ def reduced_file(source: Path) -> Path:
 
 
 # The modules whose code makes a task's result: a change to any of them redoes every result.
-_REDUCERS = ("analyze.py", "steps.py", "analyze_map.py")
+_REDUCERS = ("nccl.py", "steps.py", "map.py")
 
 
 @functools.cache

@@ -16,12 +16,12 @@ from dataclasses import asdict
 from typing import Any
 
 from nsysgen.model import Config
-from nsysgen.plan import ProfilePlan, build_plan
-from nsysgen.render import ArtifactSpec
+from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile.plan import ProfilePlan, build_plan
+from nsysgen.profile.workloads import marks_steps, workload_kind
 from nsysgen.resources import PACKAGE_DIR
+from nsysgen.shipped.verify import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
 from nsysgen.targets import TARGETS
-from nsysgen.verify_core import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
-from nsysgen.workloads import marks_steps, workload_kind
 
 VERIFY_SCRIPT = "nsysgen-verify.py"
 # Window captures: how far the recorded length may differ from capture.duration (at least).
@@ -132,7 +132,7 @@ def _step_ranges(config: Config) -> dict[str, Any] | None:
 
 def verify_files(config: Config) -> list[ArtifactSpec]:
     """nsysgen-verify.py (nsysgen's verify, standalone) and what it expects of this job."""
-    source = (PACKAGE_DIR / "verify_core.py").read_text(encoding="utf-8")
+    source = (PACKAGE_DIR / "shipped" / "verify.py").read_text(encoding="utf-8")
     data = {"_generated": f"{_HEADER} From `nsysgen plan`.", **expectations(config)}
     text = json.dumps(data, indent=1, sort_keys=True)
     return [

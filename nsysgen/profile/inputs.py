@@ -13,9 +13,9 @@ from pathlib import Path
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.patch import PatchError, analyse, patch_source, unified_patch
-from nsysgen.render import render_template
-from nsysgen.workloads import METHOD_TEXT, ScriptSettings, step_method
+from nsysgen.output.render import render_template
+from nsysgen.patching.patch import PatchError, analyse, patch_source, unified_patch
+from nsysgen.profile.workloads import METHOD_TEXT, ScriptSettings, step_method
 
 
 @dataclass(frozen=True)

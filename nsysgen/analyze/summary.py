@@ -12,9 +12,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nsysgen.analyze import NcclCall, human_size
-from nsysgen.steps import RankTables, StepRow
-from nsysgen.stragglers import Lateness, Thresholds
+from nsysgen.analyze.nccl import NcclCall, human_size
+from nsysgen.analyze.steps import RankTables, StepRow
+from nsysgen.analyze.stragglers import Lateness, Thresholds
 
 SCHEMA = "nsysgen-analyze-summary/1"
 STEP_FIELDS = [

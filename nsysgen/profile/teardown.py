@@ -14,11 +14,11 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from nsysgen.estimate import estimate_report_size
 from nsysgen.model import Config
+from nsysgen.profile.estimate import estimate_report_size
 
 if TYPE_CHECKING:  # plan imports the targets, which import this module
-    from nsysgen.plan import ProfilePlan
+    from nsysgen.profile.plan import ProfilePlan
 
 # Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
 # the safe side of what was measured (a 26 MB .qdstrm converted in 0.4 s on a CPU run): a fixed

@@ -11,8 +11,8 @@ from typing import Any
 import jinja2
 import yaml
 
+from nsysgen.profile.workloads import ShellExpr
 from nsysgen.resources import TEMPLATES_DIR
-from nsysgen.workloads import ShellExpr
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Literal
 
 from nsysgen.errors import NsysgenError
-from nsysgen.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
-from nsysgen.render import RenderedFile
+from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
+from nsysgen.output.render import RenderedFile
 
 Status = Literal["created", "identical", "updated", "removed", "kept"]
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from nsysgen.model import Config
-from nsysgen.workloads import workload_kind
+from nsysgen.profile.workloads import workload_kind
 
 
 @dataclass(frozen=True)

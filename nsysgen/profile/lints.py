@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nsysgen.model import Config, Severity
-from nsysgen.overhead import THRESHOLD_PERCENT
-from nsysgen.plan import ProfilePlan
-from nsysgen.secrets import find_secrets
-from nsysgen.step_args import step_limit
-from nsysgen.teardown import no_room_to_write
-from nsysgen.workloads import ScriptSettings, workload_kind
+from nsysgen.patching.step_args import step_limit
+from nsysgen.profile.overhead import THRESHOLD_PERCENT
+from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.secrets import find_secrets
+from nsysgen.profile.teardown import no_room_to_write
+from nsysgen.profile.workloads import ScriptSettings, workload_kind
 
 if TYPE_CHECKING:
     from nsysgen.targets.base import Target

@@ -7,15 +7,9 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-from nsysgen import analyze_record, steps_cli
-from nsysgen.analyze import (
-    AnalyzeError,
-    human_size,
-    parse_nccl_tests_log,
-    summarise,
-    write_csvs,
-)
-from nsysgen.analyze_map import (
+from nsysgen.analyze import record as analyze_record
+from nsysgen.analyze import steps_cli
+from nsysgen.analyze.map import (
     Progress,
     Reduced,
     Task,
@@ -24,7 +18,14 @@ from nsysgen.analyze_map import (
     plan_tasks,
     result_key,
 )
-from nsysgen.analyze_plot import Plots, plot_op, require_matplotlib
+from nsysgen.analyze.nccl import (
+    AnalyzeError,
+    human_size,
+    parse_nccl_tests_log,
+    summarise,
+    write_csvs,
+)
+from nsysgen.analyze.plot import Plots, plot_op, require_matplotlib
 from nsysgen.errors import EXIT_INVALID
 
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from nsysgen.analyze import AnalyzeError, NcclCall, human_size
+from nsysgen.analyze.nccl import AnalyzeError, NcclCall, human_size
 
 INSTALL = "pip install 'nsysgen[analyze]'"
 
@@ -51,7 +51,7 @@ class Plots:
     """
 
     FILE = ".nsysgen-plots.json"
-    _CODE = ("analyze_plot.py", "analyze_steps_plot.py")
+    _CODE = ("plot.py", "steps_plot.py")
 
     def __init__(self, out: Path) -> None:
         self.out = out

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.workloads import step_method, workload_kind
+from nsysgen.profile.workloads import step_method, workload_kind
 
 Check = Callable[[Config], Iterator[Issue]]
 

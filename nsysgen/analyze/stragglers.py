@@ -34,7 +34,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from nsysgen.steps import NS_PER_MS, RankTables
+from nsysgen.analyze.steps import NS_PER_MS, RankTables
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nsysgen.analyze_map import code_digest
+from nsysgen.analyze.map import code_digest
 
 RECORD = ".nsysgen-run.json"
 

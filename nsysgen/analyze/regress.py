@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsysgen.analyze import AnalyzeError
-from nsysgen.summary import SCHEMA
+from nsysgen.analyze.nccl import AnalyzeError
+from nsysgen.analyze.summary import SCHEMA
 
 
 @dataclass(frozen=True)

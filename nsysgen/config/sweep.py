@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nsysgen.compose import Composer
+from nsysgen.config.compose import Composer
 from nsysgen.errors import ComposeError
 
 _PAIRED = re.compile(r"^(?P<keys>[A-Za-z_][\w./-]*(?:\+[A-Za-z_][\w./-]*)+)=(?P<values>.*)$")

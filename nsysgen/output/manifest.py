@@ -15,7 +15,7 @@ from typing import Any
 
 from nsysgen import __version__
 from nsysgen.errors import NsysgenError
-from nsysgen.render import RenderedFile
+from nsysgen.output.render import RenderedFile
 
 MANIFEST_NAME = "nsysgen-manifest.json"
 

@@ -1,0 +1,2 @@
+"""Files copied into every generated folder and run where nsysgen is not installed: standard
+library only, and nothing of nsysgen."""
