@@ -8,12 +8,9 @@ its own frozen settings dataclass, a subclass of `WorkloadSettings` / `TargetSet
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
-if TYPE_CHECKING:
-    from nsysgen.profile.inputs import TrainingPatch
+from typing import Any, Literal, TypeVar
 
 RankPolicy = Literal["one_per_node", "all"]
 Launch = Literal["per_gpu", "per_node"]
@@ -148,6 +145,19 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class TrainingPatch:
+    """The workload's own script as nsysgen read it: what it found there, and the patch
+    (capture.step_method=patch) or what the zero-patch helper reads (hook)."""
+
+    source: str  # workload.<kind>.source as configured (relative to the working directory)
+    sha256: str  # of the script as read
+    diff: str  # the unified diff that adds the step window ("" without a patch)
+    detected: tuple[tuple[str, str], ...] = ()  # what was found, for plan and the README
+    at_step: str | None = None  # the script's step number, read while the optimizer steps
+    scope: str = ""  # where at_step is read: "<file name>:<function>"
+
+
+@dataclass(frozen=True)
 class Config:
     cluster: Cluster
     workload: Workload
@@ -172,20 +182,21 @@ class Config:
         return f"{self.cluster.nsight_root}/{self.nsight.importer_relpath}"
 
 
-def from_dict(data: dict[str, Any]) -> Config:
-    """Convert a schema-valid composed config into typed objects."""
-    # The registries import this module for Config: look them up when a config is typed.
-    from nsysgen.profile.workloads import WORKLOADS
-    from nsysgen.targets import TARGETS
-
+def from_dict(
+    data: dict[str, Any],
+    workload_settings: Mapping[str, Callable[[Block], WorkloadSettings]],
+    target_settings: Mapping[str, Callable[[Block], TargetSettings]],
+) -> Config:
+    """Convert a schema-valid composed config into typed objects. The `workload.<kind>` and
+    `target` blocks are typed by their registries' parsers, which the pipeline passes in."""
     workload, target = data["workload"], data["target"]
     return Config(
         cluster=cluster_from(data["cluster"]),
         workload=workload_from(
-            workload, WORKLOADS[workload["kind"]].settings(workload[workload["kind"]])
+            workload, workload_settings[workload["kind"]](workload[workload["kind"]])
         ),
         capture=capture_from(data["capture"]),
-        target=TargetConfig(name=target["name"], settings=TARGETS[target["name"]].settings(target)),
+        target=TargetConfig(name=target["name"], settings=target_settings[target["name"]](target)),
         nsight=nsight_from(data["nsight"]),
         job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
         output_dir=data["output_dir"],

@@ -10,6 +10,7 @@ import dataclasses
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from nsysgen import model
 from nsysgen.config.compose import Composed
@@ -22,6 +23,7 @@ from nsysgen.profile.inputs import training_patch
 from nsysgen.profile.lints import Finding, run_lints
 from nsysgen.profile.plan import ProfilePlan, build_plan
 from nsysgen.profile.semantic import semantic_issues
+from nsysgen.profile.workloads import WORKLOADS
 from nsysgen.targets import TARGETS
 
 
@@ -47,6 +49,15 @@ def regenerate_command(
     return shlex.join(words)
 
 
+def typed(data: dict[str, Any]) -> model.Config:
+    """A schema-valid composed config as typed objects, its blocks typed by the registries."""
+    return model.from_dict(
+        data,
+        {kind: workload.settings for kind, workload in WORKLOADS.items()},
+        {name: target.settings for name, target in TARGETS.items()},
+    )
+
+
 def build_config(
     composed: Composed, stop_on_lint_errors: bool = True
 ) -> tuple[model.Config, ProfilePlan, list[Finding]]:
@@ -56,7 +67,7 @@ def build_config(
     issues = value_issues(composed.data) or schema_issues(composed.data)
     if issues:
         raise InvalidConfig(_with_origins(issues, composed), composed.choices, composed.sources)
-    config = model.from_dict(composed.data)
+    config = typed(composed.data)
     target = TARGETS[config.target.name]
     issues = semantic_issues(config) + list(target.checks(config))
     patch = training_patch(config) if not issues else None
@@ -65,7 +76,7 @@ def build_config(
     elif patch is not None:
         config = dataclasses.replace(config, training_patch=patch)
     plan = build_plan(config, target)
-    findings = run_lints(config, plan, target)
+    findings = run_lints(config, plan, target.lints)
     if stop_on_lint_errors:
         issues += [
             Issue(f.path, f"[{f.lint}] {f.message}") for f in findings if f.severity == "error"

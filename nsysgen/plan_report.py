@@ -9,8 +9,10 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.profile.analysis_job import analysis_job, human_seconds
-from nsysgen.profile.lints import Finding, all_lints
+from nsysgen.profile.estimate import human_bytes
+from nsysgen.profile.lints import Finding, enabled
 from nsysgen.profile.plan import ProfilePlan, RecordedTask
+from nsysgen.targets import TARGETS
 
 _SAMPLE = 8  # report names shown (table and JSON) unless --expand asks for more
 
@@ -31,28 +33,10 @@ class Expand:
         return [task for _, task in zip(range(self.limit), chosen, strict=False)]
 
 
-def _human(size: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    raise AssertionError
-
-
-def totals(config: Config, plan: ProfilePlan) -> tuple[int, int]:
-    """(reports, bytes): the GPU-metrics data only counts where a collector runs."""
-    from nsysgen.profile.estimate import calibration
-
-    extra = calibration()["gpu_metrics_bytes"] if config.capture.gpu_metrics else 0
-    reports = len(plan.recorded)
-    total = plan.size.bytes_per_report * reports + extra * plan.recorded.collector_count
-    return reports, round(total)
-
-
 def as_dict(
     config: Config, plan: ProfilePlan, findings: list[Finding], expand: Expand | None = None
 ) -> dict[str, Any]:
-    reports, total = totals(config, plan)
+    reports, total = plan.reports, plan.total_bytes
     shown = (expand or Expand()).tasks(plan)
     job = analysis_job(config, reports, total / reports if reports else 0)
     return {
@@ -163,8 +147,8 @@ def as_table(
         *plan.steps,
         (
             "reports",
-            f"{data['reports']} x ~{_human(plan.size.bytes_per_report)} = "
-            f"~{_human(data['total_bytes'])} in {config.capture.report_dir}",
+            f"{data['reports']} x ~{human_bytes(plan.size.bytes_per_report)} = "
+            f"~{human_bytes(data['total_bytes'])} in {config.capture.report_dir}",
         ),
         ("estimate basis", plan.size.basis),
         (
@@ -201,7 +185,9 @@ def as_table(
     for finding in findings:
         lines.append(f"  {finding.severity:<7} {finding.lint} {finding.path}: {finding.message}")
         lines.append(f"          fix: {finding.fix}")
-    passed = [lint.id for lint in all_lints() if lint.id not in fired]
+    # Exactly the lints that ran for this config (its target's, not those switched off).
+    ran = enabled(config, TARGETS[config.target.name].lints)
+    passed = [lint.id for lint, _ in ran if lint.id not in fired]
     lines.append(f"  passed: {', '.join(passed)}")
     return "\n".join(lines)
 
@@ -211,7 +197,7 @@ def sweep_table(rows: list[tuple[str, Config, ProfilePlan, list[Finding]]]) -> s
     header = ("point", "job", "recording", "window", "reports", "lints")
     lines = [header]
     for name, config, plan, findings in rows:
-        reports, total = totals(config, plan)
+        reports, total = plan.reports, plan.total_bytes
         lints = sorted({f"{f.lint}:{f.severity}" for f in findings}) or ["ok"]
         lines.append(
             (
@@ -219,7 +205,7 @@ def sweep_table(rows: list[tuple[str, Config, ProfilePlan, list[Finding]]]) -> s
                 config.job.name,
                 f"{len(plan.recorded)} of {plan.world_size} ranks",
                 plan.window,
-                f"{reports} x ~{_human(plan.size.bytes_per_report)} = ~{_human(total)}",
+                f"{reports} x ~{human_bytes(plan.size.bytes_per_report)} = ~{human_bytes(total)}",
                 " ".join(lints),
             )
         )

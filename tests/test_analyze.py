@@ -151,11 +151,11 @@ def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli: RunCli) -> Non
     ],
 )
 def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> None:
-    from nsysgen import model
+    from nsysgen import pipeline
     from nsysgen.config.compose import Composer
     from nsysgen.profile.recipes import recipe_runs
 
-    config = model.from_dict(Composer().compose(overrides).data)
+    config = pipeline.typed(Composer().compose(overrides).data)
     assert [run.folder for run in recipe_runs(config)] == expected
 
 

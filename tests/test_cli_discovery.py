@@ -15,6 +15,7 @@ from nsysgen import __version__
 from nsysgen.completion import completion_script
 from nsysgen.config.compose import Composer
 from nsysgen.profile.lints import markdown_table
+from nsysgen.targets import target_lints
 from tests.conftest import EXPERIMENTS, REPO, CliResult, run_nsysgen_process
 
 Run = Callable[..., CliResult]
@@ -251,7 +252,7 @@ def test_default_and_experiments_compile_without_warnings(
 def test_readme_lint_table_is_the_registry() -> None:
     readme = (REPO / "README.md").read_text()
     table = readme.split("<!-- lint-table")[1].split("-->", 1)[1].split("<!-- /lint-table -->")[0]
-    assert table.strip() == markdown_table()
+    assert table.strip() == markdown_table(target_lints())
 
 
 CORPUS = REPO / "tests" / "training_scripts" / "corpus"

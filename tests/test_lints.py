@@ -11,6 +11,7 @@ import pytest
 
 from nsysgen.patching.step_args import StepLimit, step_limit
 from nsysgen.profile.lints import all_lints
+from nsysgen.targets import target_lints
 from tests.conftest import EXPERIMENTS, REPO, RunCli
 
 LOCAL = ["cluster=local", "workload=python"]
@@ -102,8 +103,8 @@ def fired(run_cli: RunCli, overrides: list[str]) -> set[str]:
 
 
 def test_every_lint_has_a_case() -> None:
-    assert sorted(CASES) == [lint.id for lint in all_lints()]
-    assert all(lint.fix and "\n" not in lint.fix for lint in all_lints())
+    assert sorted(CASES) == [lint.id for lint in all_lints(target_lints())]
+    assert all(lint.fix and "\n" not in lint.fix for lint in all_lints(target_lints()))
 
 
 @pytest.mark.parametrize("lint", sorted(CASES))
@@ -197,6 +198,21 @@ def test_plan_of_experiment_matches_golden(
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(result.out)
     assert result.out == golden.read_text(), "run `pytest --update-golden` and review"
+
+
+def passed(run_cli: RunCli, *overrides: str) -> list[str]:
+    result = run_cli("plan", *overrides)
+    assert result.code == 0, result.err
+    (line,) = [x for x in result.out.splitlines() if x.startswith("  passed: ")]
+    return line.removeprefix("  passed: ").split(", ")
+
+
+def test_plan_lists_only_the_lints_that_ran(run_cli: RunCli) -> None:
+    """A target's own lints run on that target only, and a lint switched off does not run."""
+    slurm, eks = passed(run_cli), passed(run_cli, "target=eks", "workload=fsdp")
+    assert "NSG011" in slurm and "NSG014" not in slurm
+    assert "NSG014" in eks and "NSG011" not in eks
+    assert "NSG003" in slurm and "NSG003" not in passed(run_cli, "lints.severity.NSG003=off")
 
 
 def test_calibration_is_what_the_fit_gives() -> None:

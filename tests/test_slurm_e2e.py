@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import model
+from nsysgen import pipeline
 from nsysgen.analyze.nccl import export_sqlite
 from nsysgen.cli import main
 from nsysgen.config.compose import Composer
@@ -144,7 +144,7 @@ def test_window_capture_records_a_slice_and_the_job_keeps_running(
     assert steps[0] >= 3 and steps[-1] <= 26 and 5 <= len(steps) <= 14, steps
     # The report-size estimate of `nsysgen plan` holds for this real report, within the error
     # the calibration states.
-    config = model.from_dict(
+    config = pipeline.typed(
         Composer()
         .compose(
             [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import model
+from nsysgen import model, pipeline
 from nsysgen.config.compose import Composer
 from nsysgen.profile.lints import Finding, run_lints
 from nsysgen.profile.plan import build_plan
@@ -22,7 +22,7 @@ from tests.conftest import EXPERIMENTS
 
 
 def config(*overrides: str) -> model.Config:
-    return model.from_dict(Composer().compose(list(overrides)).data)
+    return pipeline.typed(Composer().compose(list(overrides)).data)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -149,24 +149,16 @@ def test_teardown_signal_only_where_the_capture_may_be_open() -> None:
 
 def _lints(cfg: model.Config) -> list[Finding]:
     target = TARGETS[cfg.target.name]
-    return run_lints(cfg, build_plan(cfg, target), target)
+    return run_lints(cfg, build_plan(cfg, target), target.lints)
 
 
 def test_lint_no_room_to_write_the_report() -> None:
     cfg = config("capture=window", "capture.delay=3500", "capture.duration=60")
-    findings = [
-        f
-        for f in run_lints(cfg, build_plan(cfg, TARGETS[cfg.target.name]), TARGETS[cfg.target.name])
-        if f.lint == "NSG013"
-    ]
+    findings = [f for f in _lints(cfg) if f.lint == "NSG013"]
     assert len(findings) == 1 and findings[0].severity == "warning"
     assert "past the time limit of 3600 s" in findings[0].message
     cfg = config("capture=window", "capture.delay=30", "capture.duration=60")
-    assert not [
-        f
-        for f in run_lints(cfg, build_plan(cfg, TARGETS[cfg.target.name]), TARGETS[cfg.target.name])
-        if f.lint == "NSG013"
-    ]
+    assert not [f for f in _lints(cfg) if f.lint == "NSG013"]
 
 
 GPU_DATA = Path(__file__).parent / "data" / "gpu"

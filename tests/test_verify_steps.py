@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import model
+from nsysgen import pipeline
 from nsysgen.config.compose import Composer
 from nsysgen.shipped.verify import Contents, check_contents, read_contents
 from nsysgen.targets.expect import expectations
@@ -19,7 +19,7 @@ from tests.test_step_helper import CONTINUE, ENGINE, GAN, window
 
 def expect(*overrides: str) -> dict[str, object]:
     composed = Composer().compose(["cluster=local", "workload=python", "capture=steps", *overrides])
-    return expectations(model.from_dict(composed.data))
+    return expectations(pipeline.typed(composed.data))
 
 
 def report_of(tmp_path: Path, source: str, mode: str, **env: str) -> Contents:

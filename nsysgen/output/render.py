@@ -11,8 +11,14 @@ from typing import Any
 import jinja2
 import yaml
 
-from nsysgen.profile.workloads import ShellExpr
 from nsysgen.resources import TEMPLATES_DIR
+
+
+class ShellExpr(str):
+    """A word that the shell must expand at run time (written double-quoted, not escaped).
+
+    Only nsysgen's own code builds these, from fixed text; config values never become one.
+    """
 
 
 @dataclass(frozen=True)

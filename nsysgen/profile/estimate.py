@@ -70,3 +70,12 @@ def estimate_report_size(config: Config) -> SizeEstimate:
     if config.capture.gpu_metrics:
         basis += f"; +{model['gpu_metrics_bytes']:,.0f} B for a report with GPU metrics"
     return SizeEstimate(round(size), basis)
+
+
+def human_bytes(size: float) -> str:
+    """A byte count in decimal units, as plan and the generated files print it."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError

@@ -8,27 +8,13 @@ They are read during validation, not while artifacts are rendered, so that `plan
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config
+from nsysgen.model import Config, TrainingPatch
 from nsysgen.output.render import render_template
 from nsysgen.patching.patch import PatchError, analyse, patch_source, unified_patch
 from nsysgen.profile.workloads import METHOD_TEXT, ScriptSettings, step_method
-
-
-@dataclass(frozen=True)
-class TrainingPatch:
-    """The workload's own script as nsysgen read it: what it found there, and the patch
-    (capture.step_method=patch) or what the zero-patch helper reads (hook)."""
-
-    source: str  # workload.<kind>.source as configured (relative to the working directory)
-    sha256: str  # of the script as read
-    diff: str  # the unified diff that adds the step window ("" without a patch)
-    detected: tuple[tuple[str, str], ...] = ()  # what was found, for plan and the README
-    at_step: str | None = None  # the script's step number, read while the optimizer steps
-    scope: str = ""  # where at_step is read: "<file name>:<function>"
 
 
 def training_patch(config: Config) -> TrainingPatch | Issue | None:

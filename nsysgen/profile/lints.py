@@ -2,8 +2,8 @@
 
 They run on every compile (errors stop it with exit 2, warnings print) and `nsysgen plan` lists
 them. Each looks at the config and at the plan: what every task will really run and write.
-`CORE_LINTS` hold for every target; a target adds its own (`Target.lints`), and `all_lints()` is
-the one table of both.
+`CORE_LINTS` hold for every target; a target adds its own (`Target.lints`), which the pipeline
+passes in: `enabled()` says which run for a config, `run_lints()` runs them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nsysgen.model import Config, Severity
 from nsysgen.patching.step_args import step_limit
@@ -22,9 +21,6 @@ from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.secrets import find_secrets
 from nsysgen.profile.teardown import no_room_to_write
 from nsysgen.profile.workloads import ScriptSettings, workload_kind
-
-if TYPE_CHECKING:
-    from nsysgen.targets.base import Target
 
 
 @dataclass(frozen=True)
@@ -395,28 +391,30 @@ CORE_LINTS: tuple[Lint, ...] = (
 )
 
 
-def all_lints() -> tuple[Lint, ...]:
-    """Every lint, the core ones and every target's own, by ID."""
-    from nsysgen.targets import TARGETS  # targets import Lint from here
-
-    own = (lint for target in TARGETS.values() for lint in target.lints)
+def all_lints(own: Iterable[Lint]) -> tuple[Lint, ...]:
+    """Every lint by ID: the core ones and `own` (every target's, for the README's table)."""
     return tuple(sorted((*CORE_LINTS, *own), key=lambda lint: lint.id))
 
 
-def run_lints(config: Config, plan: ProfilePlan, target: Target) -> list[Finding]:
-    """The core lints and the target's own, in ID order."""
-    findings = []
-    for lint in sorted((*CORE_LINTS, *target.lints), key=lambda lint: lint.id):
-        severity = config.lints.severity.get(lint.id, lint.severity)
-        if severity == "off":
-            continue
-        for path, message in lint.check(config, plan):
-            findings.append(Finding(lint.id, severity, path, message, lint.fix))
-    return findings
+def enabled(config: Config, own: Sequence[Lint]) -> list[tuple[Lint, Severity]]:
+    """The lints that run for `config`, with their severity: the core ones and its target's
+    own (`own`), in ID order, without those switched off."""
+    chosen = ((lint, config.lints.severity.get(lint.id, lint.severity)) for lint in all_lints(own))
+    return [(lint, severity) for lint, severity in chosen if severity != "off"]
 
 
-def markdown_table() -> str:
-    """The README's lint table, from this registry (a test keeps the README in step)."""
+def run_lints(config: Config, plan: ProfilePlan, own: Sequence[Lint]) -> list[Finding]:
+    """What the lints that run for `config` (see `enabled`) find, in ID order."""
+    return [
+        Finding(lint.id, severity, path, message, lint.fix)
+        for lint, severity in enabled(config, own)
+        for path, message in lint.check(config, plan)
+    ]
+
+
+def markdown_table(own: Iterable[Lint]) -> str:
+    """The README's lint table: the core lints and `own` (every target's); a test keeps the
+    README in step."""
     rows = ["| ID | problem | default |", "|---|---|---|"]
-    rows += [f"| {lint.id} | {lint.title} | {lint.severity} |" for lint in all_lints()]
+    rows += [f"| {lint.id} | {lint.title} | {lint.severity} |" for lint in all_lints(own)]
     return "\n".join(rows)

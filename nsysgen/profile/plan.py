@@ -12,19 +12,16 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nsysgen.model import Config
 from nsysgen.profile import nsys_cmd
-from nsysgen.profile.estimate import SizeEstimate, estimate_report_size
+from nsysgen.profile.estimate import SizeEstimate, calibration, estimate_report_size
 from nsysgen.profile.overhead import SlowdownEstimate, estimate_slowdown
 from nsysgen.profile.workloads import step_detection
 from nsysgen.shipped.verify import expand_parts
-
-if TYPE_CHECKING:
-    from nsysgen.targets.base import Target
 
 # Stand-ins for (task, node, local) that no report name holds by chance (checked on probes).
 _SENTINELS = (
@@ -272,8 +269,13 @@ class ProfilePlan:
     time_limit_s: int
     size: SizeEstimate
     slowdown: SlowdownEstimate  # outside the window (nsysgen/overhead.py)
+    total_bytes: int  # of every report, with the GPU-metrics data where a collector runs
     # capture=steps: how steps are found and numbered, (what, how) in words (else empty)
     steps: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reports(self) -> int:
+        return len(self.recorded)
 
     @property
     def nsys_command(self) -> tuple[str, ...]:
@@ -315,7 +317,36 @@ def _window(config: Config) -> tuple[str, float | None]:
     return f"the first NVTX range {capture.nvtx_range}{domain}", None
 
 
-def build_plan(config: Config, target: Target) -> ProfilePlan:
+class Scheduler(Protocol):
+    """What a plan asks of its target (nsysgen.targets.base.Target has all of it)."""
+
+    @property
+    def unit(self) -> str:
+        """What one launched task of a node is called in texts: "task", "pod"."""
+
+    @property
+    def variables(self) -> frozenset[str]:
+        """The environment variables the scheduler sets in every task (for %q{VAR} names)."""
+
+    @property
+    def misleading_variables(self) -> Mapping[str, str]:
+        """Variables it sets that must not name a report: name -> why, and what to use."""
+
+    def tasks_per_node(self, config: Config) -> int:
+        """Tasks (ranks, torchruns, pods) launched on each node."""
+
+    def report_output(self, config: Config) -> str:
+        """The nsys -o value of a recorded task, with the placeholders nsys or the target fill."""
+
+    def recorded(self, config: Config) -> RecordedTasks | Iterable[RecordedTask]:
+        """The tasks that record a report: as ranges and a name pattern (`RecordedTasks`, whose
+        cost does not grow with the job), or, for small plug-ins, every task with its name."""
+
+    def in_container(self, config: Config) -> bool:
+        """Whether the program (and nsys) run in a container."""
+
+
+def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     """The plan of a config on its target; computed once per compile and handed to the target."""
     found = target.recorded(config)
     per_node = target.tasks_per_node(config)
@@ -332,6 +363,10 @@ def build_plan(config: Config, target: Target) -> ProfilePlan:
             f"{config.cluster.gpus_per_node} GPUs; a report covers the whole node"
         )
     profile = nsys_cmd.profile_args(config, output=target.report_output(config))
+    size = estimate_report_size(config)
+    # The GPU-metrics data only counts where a collector runs.
+    gpu_metrics = calibration()["gpu_metrics_bytes"] if config.capture.gpu_metrics else 0
+    extra = gpu_metrics * recorded.collector_count
     return ProfilePlan(
         world_size=config.cluster.world_size,
         nodes=config.cluster.nodes,
@@ -346,7 +381,8 @@ def build_plan(config: Config, target: Target) -> ProfilePlan:
         window=window,
         window_end_s=window_end,
         time_limit_s=config.job.time_limit_min * 60,
-        size=estimate_report_size(config),
+        size=size,
+        total_bytes=round(size.bytes_per_report * len(recorded) + extra),
         slowdown=estimate_slowdown(
             kernels_per_second=config.workload.kernels_per_second,
             traces_cuda=any(t.startswith("cuda") for t in config.capture.trace),

@@ -14,15 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsysgen.model import Block, Config, Launch, WorkloadSettings, settings_as
+from nsysgen.output.render import ShellExpr
 from nsysgen.profile.ranks import explicit_ranks
-
-
-class ShellExpr(str):
-    """A word that the shell must expand at run time (written double-quoted, not escaped).
-
-    Only nsysgen's own code builds these, from fixed text; config values never become one.
-    """
-
 
 NEMO_OVERRIDES_FILE = "nemo-overrides.txt"
 WINDOW_HELPER_FILE = "nsysgen_window.py"

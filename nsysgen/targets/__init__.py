@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from nsysgen.profile.lints import Lint
 from nsysgen.targets import eks, slurm
 from nsysgen.targets.base import Target
 
 TARGETS: dict[str, Target] = {"eks": eks.TARGET, "slurm": slurm.TARGET}
+
+
+def target_lints() -> tuple[Lint, ...]:
+    """Every target's own lints (for the README's table of all lints)."""
+    return tuple(lint for target in TARGETS.values() for lint in target.lints)

@@ -7,33 +7,23 @@ A target is one module (or package) under `nsysgen/targets/`, its templates unde
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from nsysgen.errors import Issue
-    from nsysgen.model import Block, Config, TargetSettings
-    from nsysgen.output.render import ArtifactSpec
-    from nsysgen.profile.lints import Lint
-    from nsysgen.profile.plan import ProfilePlan, RecordedTask, RecordedTasks
+from nsysgen.errors import Issue
+from nsysgen.model import Block, Config, TargetSettings
+from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile.lints import Lint
+from nsysgen.profile.plan import ProfilePlan, Scheduler
 
 
-class Target(Protocol):
+class Target(Scheduler, Protocol):
+    """A scheduler nsysgen compiles for: what the plan asks of it (`Scheduler`), and its
+    name, block, rules, lints and files."""
+
     @property
     def name(self) -> str:
         """The value of `target.name` (and of `conf/target/<name>.yaml`)."""
-
-    @property
-    def unit(self) -> str:
-        """What one launched task of a node is called in texts: "task", "pod"."""
-
-    @property
-    def variables(self) -> frozenset[str]:
-        """The environment variables the scheduler sets in every task (for %q{VAR} names)."""
-
-    @property
-    def misleading_variables(self) -> Mapping[str, str]:
-        """Variables it sets that must not name a report: name -> why, and what to use."""
 
     @property
     def lints(self) -> tuple[Lint, ...]:
@@ -46,19 +36,6 @@ class Target(Protocol):
 
     def settings(self, block: Block) -> TargetSettings:
         """The `target` block typed (a frozen dataclass of this target's own)."""
-
-    def tasks_per_node(self, config: Config) -> int:
-        """Tasks (ranks, torchruns, pods) launched on each node."""
-
-    def report_output(self, config: Config) -> str:
-        """The nsys -o value of a recorded task, with the placeholders nsys or the target fill."""
-
-    def recorded(self, config: Config) -> RecordedTasks | Iterable[RecordedTask]:
-        """The tasks that record a report: as ranges and a name pattern (`RecordedTasks`, whose
-        cost does not grow with the job), or, for small plug-ins, every task with its name."""
-
-    def in_container(self, config: Config) -> bool:
-        """Whether the program (and nsys) run in a container."""
 
     def checks(self, config: Config) -> Iterator[Issue]:
         """Rules only this target has, reported like every other semantic problem."""

@@ -8,15 +8,17 @@ from typing import Any
 
 from nsysgen.errors import Issue
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.output.render import ArtifactSpec
+from nsysgen.output.render import ArtifactSpec, ShellExpr
 from nsysgen.profile import nsys_cmd
+from nsysgen.profile.analysis_job import analysis_job, human_seconds
+from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan, RecordedTasks, expand_name
 from nsysgen.profile.ranks import RankSelection, TaskSet, select, tasks_per_node
 from nsysgen.profile.recipes import recipe_runs
 from nsysgen.profile.teardown import sbatch_options as teardown_options
 from nsysgen.profile.teardown import write_seconds
-from nsysgen.profile.workloads import SITE_DIR, LaunchShell, ShellExpr, program, typed_block
+from nsysgen.profile.workloads import SITE_DIR, LaunchShell, program, typed_block
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
 
 WRAPPER = "nsys-exec"
@@ -270,10 +272,7 @@ def _readme(
 def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     """analyze.sbatch: a Dask cluster over its own allocation, recipes and nsysgen analyze on
     it; sized from the `analysis` block or the report count and size model."""
-    from nsysgen.plan_report import _human, totals
-    from nsysgen.profile.analysis_job import analysis_job, human_seconds
-
-    reports, total = totals(config, plan)
+    reports, total = plan.reports, plan.total_bytes
     per_report = total / reports if reports else 0
     job = analysis_job(config, reports, per_report)
     hours, minutes = divmod(job.time_limit_min, 60)
@@ -297,7 +296,7 @@ def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "workers_per_node": job.workers_per_node,
             "memory_gb": job.worker_memory_gb,
             "reports": reports,
-            "report_size": _human(per_report),
+            "report_size": human_bytes(per_report),
             "estimate": human_seconds(job.estimate_s),
             "version": config.nsight.version,
             "python": config.analysis.python,
