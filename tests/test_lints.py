@@ -209,7 +209,7 @@ def passed(run_cli: RunCli, *overrides: str) -> list[str]:
 
 def test_plan_lists_only_the_lints_that_ran(run_cli: RunCli) -> None:
     """A target's own lints run on that target only, and a lint switched off does not run."""
-    slurm, eks = passed(run_cli), passed(run_cli, "target=eks", "workload=fsdp")
+    slurm, eks = passed(run_cli), passed(run_cli, "experiment=fsdp-p5-eks")
     assert "NSG011" in slurm and "NSG014" not in slurm
     assert "NSG014" in eks and "NSG011" not in eks
     assert "NSG003" in slurm and "NSG003" not in passed(run_cli, "lints.severity.NSG003=off")
