@@ -64,7 +64,8 @@ def build_config(
     """Validate a composed config and type it: schema first, then every semantic rule, target
     rule and lint at once. Returns the profile plan and the lint findings not raised: the
     warnings, or all of them when lint errors should not stop (`nsysgen plan` shows them)."""
-    issues = value_issues(composed.data) or schema_issues(composed.data)
+    schemas = {name: target.schema for name, target in TARGETS.items()}
+    issues = value_issues(composed.data) or schema_issues(composed.data, schemas)
     if issues:
         raise InvalidConfig(_with_origins(issues, composed), composed.choices, composed.sources)
     config = typed(composed.data)

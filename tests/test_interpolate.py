@@ -1,4 +1,4 @@
-"""The fast interpolation resolver (nsysgen/interpolate.py) gives what OmegaConf gives."""
+"""The fast interpolation resolver (nsysgen/config/interpolate.py) gives what OmegaConf gives."""
 
 from __future__ import annotations
 

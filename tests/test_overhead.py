@@ -1,4 +1,4 @@
-"""The slowdown estimate outside the capture window (nsysgen/overhead.py)."""
+"""The slowdown estimate outside the capture window (nsysgen/profile/overhead.py)."""
 
 from __future__ import annotations
 

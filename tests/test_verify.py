@@ -25,11 +25,17 @@ def config(*overrides: str) -> model.Config:
     return pipeline.typed(Composer().compose(list(overrides)).data)
 
 
+def expect_of(cfg: model.Config) -> dict[str, object]:
+    """What the compile writes into nsysgen-expect.json: from its plan, on its target."""
+    target = TARGETS[cfg.target.name]
+    return expectations(cfg, build_plan(cfg, target), target)
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_verify_expects_every_report_plan_promises(experiment: str) -> None:
     cfg = config(f"experiment={experiment}")
     plan = build_plan(cfg, TARGETS[cfg.target.name])
-    expect = expectations(cfg, plan)
+    expect = expectations(cfg, plan, TARGETS[cfg.target.name])
     entries = list(expected_reports(expect))
     assert len(entries) == len(plan.recorded) > 0
     for entry, task in zip(entries, plan.recorded, strict=True):
@@ -58,7 +64,7 @@ def test_expectations_do_not_grow_with_the_job(ranks: str) -> None:
     for nodes in (2, 100_000):
         cfg = config("cluster=p5", f"cluster.nodes={nodes}", f"capture.ranks={ranks}")
         plan = build_plan(cfg, TARGETS[cfg.target.name])
-        expect = expectations(cfg, plan)
+        expect = expectations(cfg, plan, TARGETS[cfg.target.name])
         sizes.append(len(json.dumps(expect)))
         entries = expected_reports(expect)
         for task in itertools.islice(plan.recorded, 50):
@@ -79,7 +85,7 @@ def test_a_job_name_that_looks_like_a_coordinate() -> None:
     """A name pattern built from sentinel numbers must not take a job name's digits for one."""
     cfg = config("cluster=local", "cluster.nodes=3", "capture.ranks=all", "job.name=r9100000019")
     plan = build_plan(cfg, TARGETS[cfg.target.name])
-    names = [e["name"] for e in expected_reports(expectations(cfg, plan))]
+    names = [e["name"] for e in expected_reports(expectations(cfg, plan, TARGETS[cfg.target.name]))]
     assert [n.format(job="1", node="h") for n in names] == [
         Path(t.report).name.replace("<jobid>", "1").replace(f"<host{t.node}>", "h")
         for t in plan.recorded
@@ -97,7 +103,7 @@ def test_generic_pattern_names_the_slurm_variables() -> None:
 
 
 def expect_for(*overrides: str) -> dict[str, object]:
-    return expectations(config("cluster=local", "workload=python", *overrides))
+    return expect_of(config("cluster=local", "workload=python", *overrides))
 
 
 def test_steps_must_be_exactly_the_window() -> None:
@@ -172,7 +178,7 @@ def test_efa_rows_of_a_real_report() -> None:
     assert (sampled.efa_devices, sampled.efa_samples, sampled.plugin_failures) == (2, 150, [])
     failed = read_contents(GPU_DATA / "efa-plugin-failed-2025.3.1.sqlite")
     assert (failed.efa_samples, failed.plugin_failures) == (0, ["Plugin exited with code 1."])
-    expect = expectations(
+    expect = expect_of(
         config("cluster=p5", "nsight=2025.3.1", "capture=nvtx", "capture.efa_metrics=true")
     )
     sampled.kernels = failed.kernels = 1
@@ -194,16 +200,16 @@ def test_nemo_steps_are_its_optimizer_steps() -> None:
     step 5 as NeMo's nsys_profile does, with emit_nvtx on (NeMo's gen_shape=true)."""
     contents = read_contents(GPU_DATA / "emit-nvtx-optimizer-2025.3.1.sqlite")
     nemo = ("cluster=local", "workload=nemo", "capture=steps", "capture.first_step=3")
-    assert check_contents(expectations(config(*nemo, "capture.last_step=5")), contents, False)
-    found = check_contents(expectations(config(*nemo, "capture.last_step=6")), contents, False)
+    assert check_contents(expect_of(config(*nemo, "capture.last_step=5")), contents, False)
+    found = check_contents(expect_of(config(*nemo, "capture.last_step=6")), contents, False)
     assert found.problems == ["holds 3 steps, asked 4 (steps 3..6)"]
     assert found.causes == ["the job ended (or was stopped) before step 6"]
     unmarked = Contents(["ncclAllReduce"], contents.kernels, 0, 0, 1.0)  # NCCL's own NVTX
-    found = check_contents(expectations(config(*nemo, "capture.last_step=5")), unmarked, False)
+    found = check_contents(expect_of(config(*nemo, "capture.last_step=5")), unmarked, False)
     assert found.status == "ok"
     assert found.notes[0].startswith("NeMo marks its steps only with model.nsys_profile.gen_shape")
     never = check_contents(
-        expectations(config(*nemo, "capture.last_step=5")), Contents([], 0, 0, 0, None), False
+        expect_of(config(*nemo, "capture.last_step=5")), Contents([], 0, 0, 0, None), False
     )
     assert "no step ranges: asked steps 3..5" in never.problems
     assert "NeMo did not get its model.nsys_profile overrides" in never.causes[0]

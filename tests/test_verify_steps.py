@@ -12,14 +12,14 @@ import pytest
 from nsysgen import pipeline
 from nsysgen.config.compose import Composer
 from nsysgen.shipped.verify import Contents, check_contents, read_contents
-from nsysgen.targets.expect import expectations
 from tests.stepruns import run_script
 from tests.test_step_helper import CONTINUE, ENGINE, GAN, window
+from tests.test_verify import expect_of
 
 
 def expect(*overrides: str) -> dict[str, object]:
     composed = Composer().compose(["cluster=local", "workload=python", "capture=steps", *overrides])
-    return expectations(pipeline.typed(composed.data))
+    return expect_of(pipeline.typed(composed.data))
 
 
 def report_of(tmp_path: Path, source: str, mode: str, **env: str) -> Contents:

@@ -2,7 +2,7 @@
 in this process or on a Dask cluster (`dask.distributed`), results in report order.
 
 A task is one report: export it with nsys unless a valid cached export exists, then read its
-NCCL calls and reduce it to per-rank tables (nsysgen/steps.py). A worker holds one report at a
+NCCL calls and reduce it to per-rank tables (nsysgen/analyze/steps.py). A worker holds one report at a
 time, so its memory does not grow with the number of reports; the reduction over reports
 (stragglers, summary.json, CSVs) runs in the calling process on the compact tables.
 
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from nsysgen import __version__
 from nsysgen.analyze.nccl import (
     AnalyzeError,
     NcclCall,
@@ -111,8 +112,6 @@ def code_digest() -> str:
         for name in _REDUCERS:
             digest.update((Path(__file__).parent / name).read_bytes())
     except OSError:  # installed without its sources: the version stands in for them
-        from nsysgen import __version__
-
         return f"nsysgen {__version__}"
     return digest.hexdigest()
 

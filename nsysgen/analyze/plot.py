@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from nsysgen import __version__
 from nsysgen.analyze.nccl import AnalyzeError, NcclCall, human_size
 
 INSTALL = "pip install 'nsysgen[analyze]'"
@@ -65,8 +66,6 @@ class Plots:
             for name in self._CODE:
                 code.update((Path(__file__).parent / name).read_bytes())
         except OSError:  # installed without its sources: the version stands in for them
-            from nsysgen import __version__
-
             code.update(__version__.encode())
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             code.update(importlib.metadata.version("matplotlib").encode())

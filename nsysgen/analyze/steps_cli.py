@@ -12,6 +12,7 @@ from nsysgen.analyze.nccl import AnalyzeError, NcclCall
 from nsysgen.analyze.plot import Plots
 from nsysgen.analyze.regress import compare, load
 from nsysgen.analyze.steps import RankTables, assign_ranks
+from nsysgen.analyze.steps_plot import draw_all
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import build, write
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
@@ -87,9 +88,7 @@ def run(
     plots: Plots,
 ) -> tuple[list[Path], int]:
     """The reduction over reports: `per_report` holds each report's tables (the map step,
-    nsysgen/analyze_map.py), `names` the reports' names in the same order; `plots` draws."""
-    from nsysgen.analyze.steps_plot import draw_all
-
+    nsysgen/analyze/map.py), `names` the reports' names in the same order; `plots` draws."""
     ranks = assign_ranks(per_report)
     thresholds = Thresholds(args.straggler_min_ms, args.straggler_min_percent / 100)
     lateness = measure(ranks)

@@ -94,14 +94,18 @@ def _block_issues(name: str, canonical: str) -> tuple[Issue, ...]:
     )
 
 
-def schema_issues(data: dict[str, Any]) -> list[Issue]:
-    """Every place where `data` breaks the composed-config schema."""
+def schema_issues(
+    data: dict[str, Any], target_schemas: Mapping[str, Mapping[str, Any] | None] | None = None
+) -> list[Issue]:
+    """Every place where `data` breaks the composed-config schema. `target_schemas`: the
+    schema each registered target ships for its block (None: schemas/target.schema.json
+    holds its branch), passed in by the pipeline."""
     issues: list[Issue] = []
     for error in _validator().iter_errors(data):
         issues.extend(_issues_from(error))
     for name in _root_schema()["properties"]:
         if name in data:
-            own = _own_target_schema(data[name]) if name == "target" else None
+            own = _own_target_schema(data[name], target_schemas or {}) if name == "target" else None
             if own is not None:
                 issues += _issues_against(own, name, data[name])
             else:
@@ -109,13 +113,12 @@ def schema_issues(data: dict[str, Any]) -> list[Issue]:
     return sorted(set(issues))
 
 
-def _own_target_schema(block: Any) -> Mapping[str, Any] | None:
+def _own_target_schema(
+    block: Any, schemas: Mapping[str, Mapping[str, Any] | None]
+) -> Mapping[str, Any] | None:
     """The schema a registered target ships for its block (None: schemas/target.schema.json)."""
-    from nsysgen.targets import TARGETS  # targets import the model, which this precedes
-
     name = block.get("name") if isinstance(block, dict) else None
-    target = TARGETS.get(name) if isinstance(name, str) else None
-    return target.schema if target is not None else None
+    return schemas.get(name) if isinstance(name, str) else None
 
 
 def _issues_against(schema: Mapping[str, Any], name: str, block: Any) -> list[Issue]:

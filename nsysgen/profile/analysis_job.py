@@ -1,5 +1,5 @@
 """The size of the analysis job (analyze.sbatch) and how long it should take, before any report
-exists: from the report count and the report size model (nsysgen/estimate.py), unless the
+exists: from the report count and the report size model (nsysgen/profile/estimate.py), unless the
 `analysis` block sets them.
 
 Per report, the analysis exports the report to SQLite once (`nsys export`, cached next to the

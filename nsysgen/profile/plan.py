@@ -268,7 +268,7 @@ class ProfilePlan:
     window_end_s: float | None  # seconds after launch, when known
     time_limit_s: int
     size: SizeEstimate
-    slowdown: SlowdownEstimate  # outside the window (nsysgen/overhead.py)
+    slowdown: SlowdownEstimate  # outside the window (nsysgen/profile/overhead.py)
     total_bytes: int  # of every report, with the GPU-metrics data where a collector runs
     # capture=steps: how steps are found and numbered, (what, how) in words (else empty)
     steps: tuple[tuple[str, str], ...] = ()

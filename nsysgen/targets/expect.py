@@ -1,7 +1,7 @@
 """What `nsysgen verify` expects of a job's reports, from the same plan `nsysgen plan` shows.
 
 nsysgen writes this as nsysgen-expect.json into every folder, next to nsysgen-verify.py (a copy of
-nsysgen/verify_core.py), so the check runs where nsysgen is not installed. Report names become
+nsysgen/shipped/verify.py), so the check runs where nsysgen is not installed. Report names become
 regular expressions over the file name: the parts that are known before the job runs (rank, node
 index, job name) are literal; the job id, the node name and anything nsys alone knows (%p, %h) are
 groups, matched against the files the job left.
@@ -17,11 +17,10 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import ArtifactSpec
-from nsysgen.profile.plan import ProfilePlan, build_plan
+from nsysgen.profile.plan import ProfilePlan, Scheduler
 from nsysgen.profile.workloads import marks_steps, workload_kind
 from nsysgen.resources import PACKAGE_DIR
 from nsysgen.shipped.verify import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
-from nsysgen.targets import TARGETS
 
 VERIFY_SCRIPT = "nsysgen-verify.py"
 # Window captures: how far the recorded length may differ from capture.duration (at least).
@@ -57,18 +56,18 @@ def _literal(text: str) -> str:
     return ANY.join(re.escape(piece) for piece in TOKEN.split(text)[::2])
 
 
-def _unit(config: Config) -> str:
-    unit = TARGETS[config.target.name].unit  # "task" (a rank, or a node's torchrun), "pod"
+def _unit(config: Config, target: Scheduler) -> str:
+    unit = target.unit  # "task" (a rank, or a node's torchrun), "pod"
     if unit == "task":
         unit = "rank" if config.workload.launch == "per_gpu" else "node"
     return unit
 
 
-def _report_groups(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
+def _report_groups(config: Config, plan: ProfilePlan, target: Scheduler) -> list[dict[str, Any]]:
     """The expected reports, in constant size: a grid (every node of a range, times some local
     ids) as its shape and a name pattern, which verify expands; a short list as it is."""
     recorded = plan.recorded
-    unit = _unit(config)
+    unit = _unit(config, target)
     parts = recorded.name_pattern()
     if parts is None:
         tasks = [
@@ -92,9 +91,8 @@ def _report_groups(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     ]
 
 
-def expectations(config: Config, plan: ProfilePlan | None = None) -> dict[str, Any]:
-    target = TARGETS[config.target.name]
-    plan = plan or build_plan(config, target)
+def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> dict[str, Any]:
+    """What verify expects of the job: from the compile's own plan, on its target."""
     capture = config.capture
     template = target.report_output(config)
     return {
@@ -106,7 +104,7 @@ def expectations(config: Config, plan: ProfilePlan | None = None) -> dict[str, A
         "importer": config.importer_path,
         "report_dir": capture.report_dir,
         "job_in_name": bool(plan.recorded) and "<jobid>" in plan.recorded[0].report,
-        "reports": _report_groups(config, plan),
+        "reports": _report_groups(config, plan, target),
         "generic_regex": generic_regex(posixpath.basename(template)),
         "capture": {
             "mode": capture.mode,
@@ -130,10 +128,10 @@ def _step_ranges(config: Config) -> dict[str, Any] | None:
     return None if ranges is None else asdict(ranges)
 
 
-def verify_files(config: Config) -> list[ArtifactSpec]:
+def verify_files(config: Config, plan: ProfilePlan, target: Scheduler) -> list[ArtifactSpec]:
     """nsysgen-verify.py (nsysgen's verify, standalone) and what it expects of this job."""
     source = (PACKAGE_DIR / "shipped" / "verify.py").read_text(encoding="utf-8")
-    data = {"_generated": f"{_HEADER} From `nsysgen plan`.", **expectations(config)}
+    data = {"_generated": f"{_HEADER} From `nsysgen plan`.", **expectations(config, plan, target)}
     text = json.dumps(data, indent=1, sort_keys=True)
     return [
         ArtifactSpec(VERIFY_SCRIPT, "common/nsysgen-verify.py.j2", {"source": source}, True),

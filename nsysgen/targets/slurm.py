@@ -20,6 +20,7 @@ from nsysgen.profile.teardown import sbatch_options as teardown_options
 from nsysgen.profile.teardown import write_seconds
 from nsysgen.profile.workloads import SITE_DIR, LaunchShell, program, typed_block
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
+from nsysgen.targets.expect import verify_files
 
 WRAPPER = "nsys-exec"
 # What torchrun (one per node) reads from the job; head_node is set by job.sbatch.
@@ -315,7 +316,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         install_script(config),
         recipes_script(config),
         *workload_files(config),
-        *_verify_files(config),
+        *verify_files(config, plan, TARGET),
     ]
     upload = upload_script(config)
     if upload is not None:
@@ -380,10 +381,3 @@ class Slurm:
 
 
 TARGET = Slurm()
-
-
-def _verify_files(config: Config) -> list[ArtifactSpec]:
-    # Imported here: verify_expect reads the plan, which imports the targets.
-    from nsysgen.targets.expect import verify_files
-
-    return verify_files(config)

@@ -24,6 +24,7 @@ from nsysgen.targets.eks.injection import (
     torchrun_args,
 )
 from nsysgen.targets.eks.settings import EksSettings
+from nsysgen.targets.expect import verify_files
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 # What the training operator and the kubelet set in a PyTorchJob pod.
@@ -624,7 +625,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         recipes_script(config),
         # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
         *[spec for spec in workload_files(config) if spec.path != SITE_FILE],
-        *_verify_files(config),
+        *verify_files(config, plan, TARGET),
     ]
     if uses_site(config):
         specs.append(
@@ -755,10 +756,3 @@ class Eks:
 
 
 TARGET = Eks()
-
-
-def _verify_files(config: Config) -> list[ArtifactSpec]:
-    # Imported here: verify_expect reads the plan, which imports the targets.
-    from nsysgen.targets.expect import verify_files
-
-    return verify_files(config)

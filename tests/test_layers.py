@@ -1,0 +1,127 @@
+"""The package's layers, read from the code's imports (every import: module level, inside
+functions and for type checking): each layer imports only itself and the layers below it, the
+analysis side only itself and the base, the shipped verifier only the standard library, and no
+module imports one that imports it back."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+from tests.conftest import REPO
+
+# Bottom to top; a module's layer is the longest prefix listed.
+LAYERS = [
+    ("base", ["nsysgen", "nsysgen.errors", "nsysgen.resources"]),
+    ("shipped", ["nsysgen.shipped"]),
+    ("config", ["nsysgen.config"]),
+    ("model", ["nsysgen.model"]),
+    ("patching", ["nsysgen.patching"]),
+    ("output", ["nsysgen.output"]),
+    ("profile", ["nsysgen.profile"]),
+    ("targets", ["nsysgen.targets"]),
+    (
+        "drivers",
+        [
+            "nsysgen.pipeline",
+            "nsysgen.build",
+            "nsysgen.check",
+            "nsysgen.show",
+            "nsysgen.plan_report",
+        ],
+    ),  # fmt: skip
+    (
+        "face",
+        [
+            "nsysgen.cli",
+            "nsysgen.completion",
+            "nsysgen.verify_cli",
+            "nsysgen.__main__",
+            "nsysgen.dask_cluster",
+        ],
+    ),  # fmt: skip
+]
+ANALYZE = "nsysgen.analyze"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in (REPO / "nsysgen").rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """What `path` imports: the nsysgen module each name belongs to (the longest known
+    prefix of `a.b.c`), or the top-level name outside nsysgen."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    out = set()
+    for name in names:
+        parts = name.split(".")
+        prefixes = (".".join(parts[:n]) for n in range(len(parts), 0, -1))
+        out.add(next((p for p in prefixes if p in known), parts[0]))
+    return out
+
+
+def rank(module: str) -> tuple[str, int]:
+    if module == ANALYZE or module.startswith(ANALYZE + "."):
+        return "analyze", -1
+    matches = [(len(p), i) for i, (_, ps) in enumerate(LAYERS) for p in ps
+               if module == p or module.startswith(p + ".")]  # fmt: skip
+    assert matches, f"{module} is in no layer"
+    return LAYERS[max(matches)[1]][0], max(matches)[1]
+
+
+def test_each_layer_imports_only_itself_and_below() -> None:
+    known = modules()
+    wrong = []
+    for module, path in known.items():
+        (layer, level), inside = rank(module), {n for n in imports(path, known) if n in known}
+        for other in inside - {module}:
+            other_layer, other_level = rank(other)
+            if layer == "analyze":
+                ok = other_layer in ("analyze", "base")
+            elif other_layer == "analyze":
+                ok = layer == "face"  # the CLI's lazy dispatch, and the Dask entry point
+            else:
+                ok = other_level <= level and (layer != "shipped" or other_layer == "shipped")
+            if not ok:
+                wrong.append(f"{module} ({layer}) imports {other} ({other_layer})")
+    assert not wrong
+
+
+def test_no_import_cycle_of_any_kind() -> None:
+    known = modules()
+    graph = {m: {n for n in imports(p, known) if n in known} - {m} for m, p in known.items()}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as error:
+        raise AssertionError(f"import cycle: {error.args[1]}") from None
+
+
+def test_the_shipped_verifier_imports_only_the_standard_library() -> None:
+    known = modules()
+    names = imports(REPO / "nsysgen" / "shipped" / "verify.py", known)
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+
+
+def test_nsysgen_is_imported_inside_functions_only_by_the_cli_dispatch() -> None:
+    """Function-local imports are for optional heavy packages (matplotlib, distributed) and
+    the CLI's per-verb dispatch, never a way around an import cycle."""
+    known, local = modules(), []
+    for module, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    is_import = isinstance(inner, ast.Import | ast.ImportFrom)
+                    if is_import and "nsysgen" in ast.unparse(inner) and module != "nsysgen.cli":
+                        local.append(f"{module}: {ast.unparse(inner)}")
+    assert not local
