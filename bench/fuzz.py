@@ -1,4 +1,5 @@
-"""Long fuzz run of the CLI (issue 12, item 3): the generator of tests/test_fuzz.py, for longer.
+"""Long fuzz run of the CLI (issue 12, item 3): the generator of tests/compile/test_fuzz.py,
+for longer.
 
     python bench/fuzz.py --cases 10000 --seed 1
 
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-from tests.test_fuzz import Case, Outcome, cases, new_scratch, run_case  # noqa: E402
+from tests.compile.test_fuzz import Case, Outcome, cases, new_scratch, run_case  # noqa: E402
 
 
 def failure_kind(outcome: Outcome) -> str:

@@ -1,7 +1,7 @@
 """The assertions of the GPU proofs, over a summary.json that bench/gpu/prove.py wrote.
 
-prove.py runs them on the GPU machine at the end of a run; tests/test_gpu_results.py runs them
-in CI over the committed results, so a rerun that breaks a claim fails in both places.
+prove.py runs them on the GPU machine at the end of a run; tests/analyze/test_gpu_results.py
+runs them in CI over the committed results, so a rerun that breaks a claim fails in both places.
 """
 
 from __future__ import annotations

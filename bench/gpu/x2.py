@@ -75,7 +75,7 @@ EXPECTED: dict[str, list[tuple[int, str, list[int] | None]]] = {
 RECIPE_JOB = "slow"
 RECIPES = ("nccl_sum", "cuda_gpu_kern_sum", "nvtx_gpu_proj_sum")
 STATS = ("cuda_gpu_kern_sum", "nvtx_gpu_proj_sum")
-# The tables and columns nsysgen's analysis reads (nsysgen/analyze/steps.py, nsysgen/analyze/nccl.py), as
+# The tables and columns nsysgen's analysis reads (nsysgen/analyze/steps.py and nccl.py), as
 # kept in tests/data/gpu/steps17. None: every column.
 KEEP: dict[str, list[str] | None] = {
     "StringIds": ["id", "value"],

@@ -2,8 +2,8 @@
 in this process or on a Dask cluster (`dask.distributed`), results in report order.
 
 A task is one report: export it with nsys unless a valid cached export exists, then read its
-NCCL calls and reduce it to per-rank tables (nsysgen/analyze/steps.py). A worker holds one report at a
-time, so its memory does not grow with the number of reports; the reduction over reports
+NCCL calls and reduce it to per-rank tables (nsysgen/analyze/steps.py). A worker holds one
+report at a time, so its memory does not grow with the number of reports; the reduction over reports
 (stragglers, summary.json, CSVs) runs in the calling process on the compact tables.
 
 Cache: `x.nsys-rep` is exported to `x.sqlite` next to it, with `x.nsysgen-export.json` holding

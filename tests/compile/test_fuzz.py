@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from nsysgen.cli import main
 from nsysgen.config.compose import GROUPS, Composer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CASE_TIMEOUT_S = 20
 CI_CASES = 2000
 

@@ -8,9 +8,9 @@ sleeping 40 ms at the start of steps 11 and 14. bench/gpu/x2_collect.py put the 
 to the tables the analysis reads (bench/gpu/x2.py `trim`) and xz-compressed, in
 tests/data/gpu/nccl17 with the nsys 2025.3.1 `nsys stats` CSVs of the full exports.
 
-Unlike the gloo run of tests/test_steps.py (two ranks sharing one GPU), the evidence here is the
-NCCL kernels' durations. The device tests are skipped while that data is absent; the trim test
-runs on the issue-8 exports that are in the repository.
+Unlike the gloo run of tests/analyze/test_steps.py (two ranks sharing one GPU), the evidence
+here is the NCCL kernels' durations. The device tests are skipped while that data is absent;
+the trim test runs on the issue-8 exports that are in the repository.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import pytest
 
 from nsysgen.analyze.nccl import read_calls
 from nsysgen.analyze.steps import reduce_report
+from tests.analyze.test_steps import assert_agrees_with_nsys_stats
 from tests.conftest import REPO, RunCli
-from tests.test_steps import assert_agrees_with_nsys_stats
 
 DATA = REPO / "tests" / "data" / "gpu" / "nccl17"
 GPU = REPO / "tests" / "data" / "gpu"

@@ -167,7 +167,7 @@ def test_lint_no_room_to_write_the_report() -> None:
     assert not [f for f in _lints(cfg) if f.lint == "NSG013"]
 
 
-GPU_DATA = Path(__file__).parent / "data" / "gpu"
+GPU_DATA = Path(__file__).parents[1] / "data" / "gpu"
 
 
 def test_efa_rows_of_a_real_report() -> None:

@@ -19,8 +19,8 @@ from nsysgen.analyze import record as analyze_record
 from nsysgen.analyze import steps_cli
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze.map import Task, reduced_file
+from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
 from tests.conftest import REPO, RunCli
-from tests.test_analyze import GPU_SQLITE, fake_nsys
 
 # Two ranks with steps on one H200, one late on some (issue 17's device reports).
 STEPPED = sorted((REPO / "tests" / "data" / "gpu" / "steps17").glob("s17-hiccup_*.sqlite"))

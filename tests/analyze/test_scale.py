@@ -14,8 +14,8 @@ from nsysgen.analyze import record as analyze_record
 from nsysgen.profile import plan
 from nsysgen.profile.plan import RecordedTasks
 from nsysgen.targets import slurm
+from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
 from tests.conftest import RunCli
-from tests.test_analyze import GPU_SQLITE, fake_nsys
 
 HUGE = ["cluster=p5", "cluster.nodes=100000", "lints.max_profiled_ranks=1000000"]
 

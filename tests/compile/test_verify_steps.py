@@ -12,9 +12,9 @@ import pytest
 from nsysgen import pipeline
 from nsysgen.config.compose import Composer
 from nsysgen.shipped.verify import Contents, check_contents, read_contents
+from tests.compile.test_verify import expect_of
+from tests.patching.test_step_helper import CONTINUE, ENGINE, GAN, window
 from tests.stepruns import run_script
-from tests.test_step_helper import CONTINUE, ENGINE, GAN, window
-from tests.test_verify import expect_of
 
 
 def expect(*overrides: str) -> dict[str, object]:

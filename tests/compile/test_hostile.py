@@ -43,7 +43,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from nsysgen.cli import main
 from nsysgen.config.compose import Composer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "tests" / "hostile" / "standin"
 SCHEMAS = REPO / "schemas"
 # Every external command a generated script may call; each is the stand-in on PATH.
