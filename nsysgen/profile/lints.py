@@ -75,11 +75,11 @@ def _window_past_limit(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
     capture, limit = config.capture, plan.time_limit_s
     if capture.mode != "window":
         return
-    delay, duration = capture.delay or 0, capture.duration or 0
-    if duration and delay + duration > limit:
+    delay, duration, end = capture.delay or 0, capture.duration or 0, plan.window_end_s
+    if end is not None and end > limit:
         yield (
             "capture.duration",
-            f"the window ends {delay + duration} s after launch (delay "
+            f"the window ends {end:.0f} s after launch (delay "
             f"{delay} + duration {duration}), after the job's time limit of {limit} s "
             f"(job.time_limit_min={config.job.time_limit_min}) (allowed: delay + duration <= "
             f"{limit})",

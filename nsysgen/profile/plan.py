@@ -297,17 +297,27 @@ def expand_name(template: str, env: dict[str, str], host: str, pid: str) -> str:
     return _PLACEHOLDER.sub(replace, template)
 
 
-def _window(config: Config) -> tuple[str, float | None]:
+def window_end(config: Config) -> float | None:
+    """Seconds after launch at which the capture ends, where the config fixes it: a window's
+    delay + duration, a step window's (last_step + 1) x workload.estimate.step_seconds; None
+    when it ends with the program or with an NVTX range. The one place this is computed."""
     capture = config.capture
     if capture.mode == "window":
-        if capture.duration:
-            end = float((capture.delay or 0) + capture.duration)
+        return float((capture.delay or 0) + capture.duration) if capture.duration else None
+    if capture.mode == "steps":
+        return ((capture.last_step or 0) + 1) * config.workload.step_seconds
+    return None
+
+
+def _window(config: Config) -> tuple[str, float | None]:
+    capture, end = config.capture, window_end(config)
+    if capture.mode == "window":
+        if end is not None:
             return f"from {capture.delay} s to {end:.0f} s after launch", end
         return f"from {capture.delay} s after launch to the end of the program", None
-    if capture.mode == "steps":
+    if capture.mode == "steps" and end is not None:
         first, last = capture.first_step or 0, capture.last_step or 0
         step = config.workload.step_seconds
-        end = (last + 1) * step
         return (
             f"training steps {first}..{last} (about {first * step:.0f} s to {end:.0f} s "
             f"after the loop starts, at workload.estimate.step_seconds={step})",

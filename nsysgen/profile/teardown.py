@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from nsysgen.model import Config
 from nsysgen.profile.estimate import estimate_report_size
-
-if TYPE_CHECKING:  # plan imports the targets, which import this module
-    from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.plan import ProfilePlan, window_end
 
 # Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
 # the safe side of what was measured (a 26 MB .qdstrm converted in 0.4 s on a CPU run): a fixed
@@ -37,11 +34,8 @@ def write_seconds(config: Config) -> int:
 
 def capture_may_reach_limit(config: Config) -> bool:
     """True unless the capture is a window with a fixed end, well before the time limit."""
-    capture = config.capture
-    if capture.mode != "window" or not capture.duration:
-        return True
-    end = (capture.delay or 0) + capture.duration
-    return end + write_seconds(config) > config.job.time_limit_min * 60
+    end = window_end(config) if config.capture.mode == "window" else None
+    return end is None or end + write_seconds(config) > config.job.time_limit_min * 60
 
 
 def sbatch_options(config: Config) -> dict[str, str]:
