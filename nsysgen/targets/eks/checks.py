@@ -1,0 +1,137 @@
+"""Rules only EKS has (semantic problems, exit 2) and its own lint, NSG014."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from nsysgen.errors import Issue
+from nsysgen.model import Config
+from nsysgen.profile.lints import Lint
+from nsysgen.profile.plan import ProfilePlan
+from nsysgen.targets.eks.injection import (
+    injection_issues,
+)
+from nsysgen.targets.eks.names import DNS_1035, chosen_nodes, eks_settings
+
+
+def job_kind(config: Config) -> str:
+    return "TrainJob" if eks_settings(config).job == "trainjob" else "PyTorchJob"
+
+
+def checks(config: Config) -> Iterator[Issue]:
+    workload = config.workload
+    target = eks_settings(config)
+    if workload.kind != "fsdp":
+        yield Issue(
+            "workload.kind",
+            f"target eks runs PyTorch jobs with one torchrun per pod; "
+            f"{workload.kind!r} is not one (allowed: workload=fsdp)",
+        )
+        return
+    if not workload.container_image:
+        yield Issue(
+            "workload.container_image",
+            "target eks needs the training image (allowed: "
+            "an image reference, e.g. <account>.dkr.ecr.<region>.amazonaws.com/fsdp:tag)",
+        )
+    if not DNS_1035.match(config.job.name):
+        yield Issue(
+            "job.name",
+            f"{config.job.name!r} is not a {job_kind(config)} name (allowed: a "
+            "DNS-1035 label: lower-case letters, digits and '-', starting with a letter)",
+        )
+    yield from _split_args(config)
+    yield from _rank_issues(config)
+    coordinated = target.injector == "operator-26" and target.coordinator is True
+    if coordinated and config.capture.mode != "window":
+        yield Issue(
+            "target.coordinator",
+            f"capture={config.capture.mode}: the program opens the window itself, which "
+            "Coordinator Mode would leave to the coordinator (allowed: auto or false, or "
+            "capture=window)",
+        )
+    yield from injection_issues(config)
+
+
+_SHELL_SYNTAX = frozenset("$`;&|<>()[]*?!#\\'\"")
+
+
+def _split_args(config: Config) -> Iterator[Issue]:
+    """The injectors take nsys's arguments as one string and split it on whitespace: a value
+    with a space would become several arguments. Whether they pass the string through a shell
+    is not documented, so shell syntax is refused there too."""
+    sources: list[tuple[str, str]] = [("capture.report_dir", config.capture.report_dir)]
+    sources += [(f"capture.extra_args[{i}]", a) for i, a in enumerate(config.capture.extra_args)]
+    sources += [
+        (f"nsight.plugins.{name}[{i}]", flag)
+        for name, flags in sorted(config.nsight.plugins.items())
+        for i, flag in enumerate(flags)
+    ]
+    if config.nsight.gpu_metrics_node_value is not None:
+        sources.append(("nsight.gpu_metrics.node_value", config.nsight.gpu_metrics_node_value))
+    if config.capture.report_name is not None:
+        sources.append(("capture.report_name", config.capture.report_name))
+    for path, value in sources:
+        if any(c.isspace() or c in _SHELL_SYNTAX for c in value):
+            yield Issue(
+                path,
+                f"{value!r}: the injector passes nsys arguments as one string split on spaces "
+                "(allowed: a value without spaces, quotes or shell syntax $ ` ; & | < > ( ) "
+                "[ ] * ? ! # \\)",
+            )
+
+
+def _rank_issues(config: Config) -> Iterator[Issue]:
+    ranks = config.capture.ranks
+    if not isinstance(ranks, tuple):
+        return
+    nodes = sorted({rank // config.cluster.gpus_per_node for rank in ranks})
+    if nodes == list(range(config.cluster.nodes)):
+        return
+    if eks_settings(config).job == "trainjob":
+        return  # every pod is labelled: NSG014 says what that costs
+    if nodes != [0]:
+        yield Issue(
+            "capture.ranks",
+            f"ranks {list(ranks)} run on nodes {nodes}; the injector "
+            "label selects the Master pod (node 0) or every pod (allowed: ranks on "
+            "node 0, ranks on every node, one_per_node, all)",
+        )
+
+
+def _every_pod_under_nsys(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if eks_settings(config).job != "trainjob":
+        return
+    pods = config.cluster.nodes
+    chosen = chosen_nodes(config)
+    recording = len(plan.recorded)
+    slowdown = plan.slowdown
+    cost = (
+        f"~{slowdown.rank_percent:g} % slower outside the window ({slowdown.basis})"
+        if slowdown.rank_percent
+        else "nsys start-up and memory only (no CUDA tracing)"
+    )
+    if recording > len(chosen):
+        yield (
+            "capture.ranks",
+            f"a TrainJob labels all {pods} pods alike and capture={config.capture.mode} opens "
+            f"the window in every one of them: {recording} pods record, not only the "
+            f"{len(chosen)} node(s) of capture.ranks (capture=steps records only the chosen "
+            "ranks; target.job=pytorchjob labels only the Master pod)",
+        )
+    elif recording < pods:
+        yield (
+            "target.job",
+            f"a TrainJob labels all {pods} pods alike: every pod runs torchrun under nsys, and "
+            f"only the {recording} pod(s) of NSYSGEN_PROFILE_RANKS open the window; the other "
+            f"{pods - recording} pay the injection too: {cost}",
+        )
+
+
+EVERY_POD_LINT = Lint(
+    "NSG014",
+    "a TrainJob runs every pod under nsys, also those whose ranks do not record",
+    "accept the cost, record every node, or use target.job=pytorchjob to label only some pods",
+    "warning",
+    _every_pod_under_nsys,
+)

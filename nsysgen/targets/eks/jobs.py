@@ -1,0 +1,239 @@
+"""The job manifests: a PyTorchJob or a TrainJob, and the zero-patch helper's ConfigMap."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nsysgen.model import Config
+from nsysgen.output.render import header, render_template
+from nsysgen.profile.workloads import step_window_env, uses_site
+from nsysgen.targets.eks.injection import (
+    torchrun_args,
+)
+from nsysgen.targets.eks.names import (
+    NSYS_TMP,
+    REPORTS_VOLUME,
+    SITE_MOUNT,
+    SITE_VOLUME,
+    TRAINER_STEP,
+    _site_configmap_name,
+    eks_settings,
+    injector,
+    profiled_replicas,
+)
+
+
+def site_configmap(config: Config) -> dict[str, Any]:
+    """The ConfigMap that carries the zero-patch helper into every pod (kubectl apply it with
+    the job)."""
+    text = render_template("common/sitecustomize.py.j2", header=header("#"))
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": _site_configmap_name(config),
+            "namespace": eks_settings(config).namespace,
+        },
+        "data": {"sitecustomize.py": text},
+    }
+
+
+def _env(config: Config) -> list[dict[str, Any]]:
+    target = eks_settings(config)
+    # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
+    # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
+    tmpdir = [] if "TMPDIR" in dict(config.cluster.env) else [("TMPDIR", NSYS_TMP)]
+    values = dict([*config.cluster.env, *step_window_env(config), *tmpdir])
+    if uses_site(config):
+        # Container env replaces the image's PYTHONPATH: keep the one the config sets.
+        theirs = values.get("PYTHONPATH")
+        values["PYTHONPATH"] = f"{SITE_MOUNT}:{theirs}" if theirs else SITE_MOUNT
+    env: list[dict[str, Any]] = [
+        {"name": name, "value": value} for name, value in sorted(values.items())
+    ]
+    env += [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}}
+        for name, ref in sorted(target.secret_env.items())
+    ]
+    return env
+
+
+def _resources(config: Config) -> dict[str, Any]:
+    resources: dict[str, Any] = {"nvidia.com/gpu": config.cluster.gpus_per_node}
+    if config.cluster.efa_devices:
+        resources["vpc.amazonaws.com/efa"] = config.cluster.efa_devices
+    resources.update(eks_settings(config).extra_resources)
+    return {"requests": resources, "limits": dict(resources)}
+
+
+def _reports_on_pvc(config: Config) -> bool:
+    return not injector(config).names_reports  # 26.x uploads reports to its storage
+
+
+def _mounts(config: Config) -> list[dict[str, Any]]:
+    mounts: list[dict[str, Any]] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "nsys-tmp", "mountPath": NSYS_TMP},
+    ]
+    if _reports_on_pvc(config):
+        mounts.append({"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs})
+    if uses_site(config):
+        mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
+    return mounts
+
+
+def _volumes(config: Config) -> list[dict[str, Any]]:
+    volumes: list[dict[str, Any]] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+        {"name": "nsys-tmp", "emptyDir": {}},
+    ]
+    if _reports_on_pvc(config):
+        claim = {"claimName": eks_settings(config).reports_pvc}
+        volumes.append({"name": REPORTS_VOLUME, "persistentVolumeClaim": claim})
+    if uses_site(config):
+        configmap = {"name": _site_configmap_name(config)}
+        volumes.append({"name": SITE_VOLUME, "configMap": configmap})
+    return volumes
+
+
+def _container(config: Config) -> dict[str, Any]:
+    target = eks_settings(config)
+    return {
+        "name": "pytorch",  # the training operator requires a container of this name
+        "image": config.workload.container_image,
+        "imagePullPolicy": "IfNotPresent",
+        # torchrun itself, not `bash -c "torchrun ..."`: the injector matches this process, and
+        # torchrun reads PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR/PORT set by the operator.
+        "command": [target.torchrun_path],
+        "args": torchrun_args(config),
+        "env": _env(config),
+        "resources": _resources(config),
+        "volumeMounts": _mounts(config),
+    }
+
+
+def pytorchjob(config: Config) -> dict[str, Any]:
+    target = eks_settings(config)
+    labelled = profiled_replicas(config)
+
+    def replica(kind: str, replicas: int) -> dict[str, Any]:
+        labels = {"app": config.job.name}
+        if kind in labelled:
+            labels[injector(config).label] = "enabled"
+        return {
+            "replicas": replicas,
+            "restartPolicy": target.restart_policy,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": target.termination_grace_period_s,
+                    "nodeSelector": {
+                        "node.kubernetes.io/instance-type": config.cluster.instance_type
+                    },
+                    "containers": [_container(config)],
+                    "volumes": _volumes(config),
+                },
+            },
+        }
+
+    specs = {"Master": replica("Master", 1)}
+    if config.cluster.nodes > 1:
+        specs["Worker"] = replica("Worker", config.cluster.nodes - 1)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": config.job.name, "namespace": target.namespace},
+        "spec": {
+            "nprocPerNode": str(config.cluster.gpus_per_node),
+            "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
+            "pytorchReplicaSpecs": specs,
+        },
+    }
+
+
+def trainjob(config: Config) -> dict[str, Any]:
+    """A Kubeflow Trainer v2 TrainJob on the torch-distributed runtime.
+
+    The trainer block carries image, torchrun, nodes, GPUs and EFA devices, env and secret
+    references; one runtimePatches entry (the v2.2+ API) adds what the trainer block cannot:
+    the injector label, the volumes and their mounts, the node selector. Every pod of the one
+    replicated job gets the same patch, so every pod is labelled (see recording_nodes).
+    """
+    target = eks_settings(config)
+    labels = {"app": config.job.name, injector(config).label: "enabled"}
+    pod_patch = {
+        "metadata": {"labels": labels},
+        "spec": {
+            "terminationGracePeriodSeconds": target.termination_grace_period_s,
+            "nodeSelector": {"node.kubernetes.io/instance-type": config.cluster.instance_type},
+            "volumes": _volumes(config),
+            "containers": [{"name": TRAINER_STEP, "volumeMounts": _mounts(config)}],
+        },
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": config.job.name, "namespace": target.namespace},
+        "spec": {
+            "runtimeRef": {
+                "apiGroup": "trainer.kubeflow.org",
+                "kind": target.runtime_kind,
+                "name": target.runtime,
+            },
+            "trainer": {
+                "image": config.workload.container_image,
+                # torchrun itself, not `bash -c "torchrun ..."`: the injector matches this
+                # process; torchrun reads PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR/PORT.
+                "command": [target.torchrun_path],
+                "args": torchrun_args(config),
+                "numNodes": config.cluster.nodes,
+                "numProcPerNode": config.cluster.gpus_per_node,
+                "resourcesPerNode": _resources(config),
+                "env": _env(config),
+            },
+            "runtimePatches": [
+                {
+                    "manager": "nsysgen",
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": TRAINER_STEP,
+                                        "template": {"spec": {"template": pod_patch}},
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def fetch_pod_overrides(config: Config) -> str:
+    """`kubectl run --overrides`: a helper pod that mounts the reports volume."""
+    target = eks_settings(config)
+    spec = {
+        "spec": {
+            "volumes": [
+                {
+                    "name": REPORTS_VOLUME,
+                    "persistentVolumeClaim": {"claimName": target.reports_pvc},
+                }
+            ],
+            "containers": [
+                {
+                    "name": "fetch",
+                    "image": "busybox:1.36",
+                    "command": ["sleep", "3600"],
+                    "volumeMounts": [
+                        {"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs}
+                    ],
+                }
+            ],
+        }
+    }
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,200 @@
+"""What EKS names: pods, report files, volumes and mounts, and which pods record."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nsysgen.model import Config, settings_as
+from nsysgen.profile import nsys_cmd
+from nsysgen.profile.plan import RecordedTasks, expand_name
+from nsysgen.targets.eks.settings import EksSettings
+
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+# What the training operator and the kubelet set in a PyTorchJob pod.
+EKS_POD_VARS = frozenset(
+    {
+        "HOSTNAME",
+        "PET_NNODES",
+        "PET_NODE_RANK",
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+        "PET_NPROC_PER_NODE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+    }
+)
+
+
+def eks_settings(config: Config) -> EksSettings:
+    return settings_as(config.target.settings, EksSettings)
+
+
+@dataclass(frozen=True)
+class Injector:
+    """What differs between the sidecar injector 1.0.x and the Nsight Operator 1.x and 26.x."""
+
+    label: str
+    process: str
+    pod: str
+    container: str
+    unique: str  # extra name parts that keep names unique across restarts
+    leftovers: bool  # known objects `helm uninstall` leaves behind
+    names_reports: bool = False  # 26.x: the operator names and stores reports (no -o)
+
+
+INJECTORS = {
+    "sidecar": Injector(
+        "nvidia-devtools-sidecar-injector",
+        "{PROCESS_NAME}",
+        "%{POD_FULLNAME}",
+        "%{CONTAINER_NAME}",
+        "_{TIMESTAMP}_{UID}",
+        True,
+    ),
+    "operator-1": Injector(
+        "nvidia-nsight-profile",
+        "{NVDT_PROCESS_NAME}",
+        "%{NVDT_POD_FULLNAME}",
+        "%{NVDT_CONTAINER_NAME}",
+        "",
+        False,
+    ),
+    "operator-26": Injector("nvidia-nsight-profile", "", "", "", "", False, names_reports=True),
+}
+
+
+REPORTS_VOLUME = "nsys-reports"
+
+
+# The operator-26 storage when capture.s3_uri is unset: the chart's in-cluster MinIO bucket.
+MINIO_BUCKET = "nsight-reports"
+
+
+def injector(config: Config) -> Injector:
+    return INJECTORS[eks_settings(config).injector]
+
+
+def storage(config: Config) -> str:
+    """Where operator-26 stores reports: the bucket of capture.s3_uri, or in-cluster MinIO."""
+    uri = config.capture.s3_uri
+    return f"s3://{bucket(uri)}" if uri else f"minio://{MINIO_BUCKET}"
+
+
+def bucket(uri: str) -> str:
+    return uri.removeprefix("s3://").split("/", 1)[0]
+
+
+def report_output(config: Config) -> str:
+    flavor = injector(config)
+    if flavor.names_reports:
+        # 26.x: no -o; each profiled process uploads <report_uuid>/<name>.nsys-rep to storage.
+        return f"{storage(config)}/<report_uuid>/<operator_named>"
+    name = f"{config.job.name}_{flavor.process}_{flavor.pod}_{flavor.container}{flavor.unique}"
+    return f"{config.capture.report_dir}/{name}"
+
+
+def coordinator_mode(config: Config) -> bool:
+    """26.x Coordinator Mode: the coordinator opens a delay/duration window; the program opens
+    a step or NVTX window itself (cudaProfilerApi / nvtx capture range)."""
+    setting = eks_settings(config).coordinator
+    return config.capture.mode == "window" if setting == "auto" else bool(setting)
+
+
+def profiled_replicas(config: Config) -> tuple[str, ...]:
+    """Replica types whose pods carry the injector label (Master = node 0)."""
+    if eks_settings(config).job == "trainjob":
+        return ("node",)  # one replicated job, homogeneous pods: all labelled
+    ranks = config.capture.ranks
+    nodes = config.cluster.nodes
+    if isinstance(ranks, str):
+        return ("Master", "Worker") if nodes > 1 else ("Master",)
+    profiled = {rank // config.cluster.gpus_per_node for rank in ranks}
+    return ("Master",) if profiled == {0} else ("Master", "Worker")
+
+
+def recording_nodes(config: Config) -> list[int]:
+    """Nodes whose pods record: all labelled pods, or (TrainJob, step window) the nodes of the
+    ranks in NSYSGEN_PROFILE_RANKS; the others run under nsys but never open the window."""
+    nodes = config.cluster.nodes
+    if eks_settings(config).job == "trainjob":
+        if config.capture.mode != "steps":
+            return list(range(nodes))  # the window opens in every labelled pod (NSG014)
+        return chosen_nodes(config)
+    labelled = profiled_replicas(config)
+    return [n for n in range(nodes) if ("Master" if n == 0 else "Worker") in labelled]
+
+
+NSYS_TMP = "/nsys-tmp"  # an emptyDir: writable and exec-able whatever the image's /tmp is
+
+
+SITE_MOUNT = "/nsysgen-site"  # the zero-patch step helper, from the job's ConfigMap
+
+
+SITE_VOLUME = "nsysgen-site"
+
+
+SITE_CONFIGMAP_FILE = "nsysgen-site-configmap.yaml"
+
+
+def _site_configmap_name(config: Config) -> str:
+    return f"{config.job.name}-nsysgen-site"
+
+
+TRAINER_STEP = "node"  # the torch-distributed runtime's replicated job and container
+
+
+def chosen_nodes(config: Config) -> list[int]:
+    ranks = config.capture.ranks
+    if isinstance(ranks, str):
+        return list(range(config.cluster.nodes))
+    return sorted({rank // config.cluster.gpus_per_node for rank in ranks})
+
+
+def _pod_name(config: Config, node: int) -> str:
+    if eks_settings(config).job == "trainjob":
+        return f"{config.job.name}-{TRAINER_STEP}-0-{node}"  # JobSet: <job>-<step>-<job#>-<pod#>
+    return f"{config.job.name}-{'master' if node == 0 else 'worker'}-{0 if node == 0 else node - 1}"
+
+
+def report_name(config: Config, node: int) -> str:
+    """The report of the pod of `node`, named by the injector's placeholders."""
+    pod = _pod_name(config, node)
+    if injector(config).names_reports:
+        return f"{storage(config)}/<report_uuid>/<tag>_python3_{pod}_<hash>"
+    injector_values = {
+        "{PROCESS_NAME}": "python3",
+        "{NVDT_PROCESS_NAME}": "python3",
+        "%{POD_FULLNAME}": f"{eks_settings(config).namespace}_{pod}",
+        "%{NVDT_POD_FULLNAME}": f"{eks_settings(config).namespace}_{pod}",
+        "%{CONTAINER_NAME}": "pytorch",
+        "%{NVDT_CONTAINER_NAME}": "pytorch",
+        "{TIMESTAMP}": "<ms>",
+        "{UID}": "<uid>",
+    }
+    name = report_output(config)
+    for placeholder, value in injector_values.items():
+        name = name.replace(placeholder, value)
+    return expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
+
+
+def recorded(config: Config) -> RecordedTasks:
+    """One report per recording pod (a pod is a node): every node as a range when all record
+    (names expand on request), else the chosen few as a list."""
+    collectors = bool(nsys_cmd.collector_args(config))
+
+    def name_of(task: int, node: int, local: int) -> str:
+        return report_name(config, node)
+
+    def collects(task: int, node: int, local: int) -> bool:
+        return collectors
+
+    nodes = recording_nodes(config)
+    if len(nodes) == config.cluster.nodes:
+        return RecordedTasks(1, "node", name_of, collects, 0, len(nodes), locals_=(0,))
+    listed = tuple((node, node, 0) for node in nodes)
+    return RecordedTasks(1, "node", name_of, collects, listed=listed)
