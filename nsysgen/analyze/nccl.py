@@ -19,7 +19,6 @@ import sqlite3
 import statistics
 import struct
 import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,47 +310,3 @@ def report_sources(path: Path) -> list[tuple[Path | None, Path | None]]:
     by_report = {r.with_suffix(""): r for r in reports if r.is_file()}
     by_export = {e.with_suffix(""): e for e in exports if e.is_file()}
     return [(by_report.get(stem), by_export.get(stem)) for stem in sorted({*by_report, *by_export})]
-
-
-def _stale(report: Path, export: Path) -> bool:
-    return export.stat().st_mtime < report.stat().st_mtime
-
-
-def collect(path: Path, nsys: str | None) -> tuple[list[NcclCall], int]:
-    """Every NCCL call in the reports at `path` (a folder or one file), and the report count."""
-    sources = sqlite_sources(path, nsys)
-    calls = []
-    for source in sources:
-        calls += read_calls(source, source.stem)
-    return calls, len(sources)
-
-
-def sqlite_sources(path: Path, nsys: str | None) -> list[Path]:
-    """The SQLite export of every report at `path` (a folder or one file).
-
-    An existing export is read instead of its report, so nsys is needed only for reports
-    without one (or with one older than the report, when nsys is there to redo it).
-    """
-    sources = []
-    tool: str | None = None
-    for report, export in report_sources(path):
-        if report is None or (export is not None and not _stale(report, export)):
-            assert export is not None
-            sources.append(export)
-            continue
-        if export is not None:
-            try:
-                tool = tool or find_nsys(nsys)
-            except AnalyzeError:
-                print(
-                    f"warning: {export} is older than {report.name}; reading it anyway (no nsys "
-                    "to export the report again)",
-                    file=sys.stderr,
-                )
-                sources.append(export)
-                continue
-        tool = tool or find_nsys(nsys)
-        sources.append(export_sqlite(report, tool))
-    if not sources:
-        raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
-    return sources
