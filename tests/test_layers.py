@@ -125,3 +125,13 @@ def test_nsysgen_is_imported_inside_functions_only_by_the_cli_dispatch() -> None
                     if is_import and "nsysgen" in ast.unparse(inner) and module != "nsysgen.cli":
                         local.append(f"{module}: {ast.unparse(inner)}")
     assert not local
+
+
+def test_one_module_of_the_analysis_opens_an_export() -> None:
+    known = modules()
+    opening = {
+        module
+        for module, path in known.items()
+        if module.startswith(ANALYZE) and "sqlite3.connect(" in path.read_text(encoding="utf-8")
+    }
+    assert opening == {"nsysgen.analyze.report"}

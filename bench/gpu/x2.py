@@ -75,7 +75,7 @@ EXPECTED: dict[str, list[tuple[int, str, list[int] | None]]] = {
 RECIPE_JOB = "slow"
 RECIPES = ("nccl_sum", "cuda_gpu_kern_sum", "nvtx_gpu_proj_sum")
 STATS = ("cuda_gpu_kern_sum", "nvtx_gpu_proj_sum")
-# The tables and columns nsysgen's analysis reads (nsysgen/analyze/steps.py and nccl.py), as
+# The tables and columns nsysgen's analysis reads (nsysgen/analyze/report.py), as
 # kept in tests/data/gpu/steps17. None: every column.
 KEEP: dict[str, list[str] | None] = {
     "StringIds": ["id", "value"],
@@ -213,17 +213,17 @@ def analysis() -> Any:
     library only), or None where it does not import."""
     sys.path.insert(0, os.environ.get("X2_REPO", str(Path.cwd())))
     try:
-        from nsysgen.analyze import steps, stragglers
+        from nsysgen.analyze import report, steps, stragglers
 
-        return steps, stragglers
+        return steps, stragglers, report
     except ImportError as error:
         log("nsysgen does not import here, no straggler check on the device:", error)
         return None
 
 
 def stragglers_of(trimmed: list[Path], modules: Any) -> dict[str, Any]:
-    steps, stragglers = modules
-    tables = steps.assign_ranks([steps.reduce_report(p, p.stem) for p in trimmed])
+    steps, stragglers, report = modules
+    tables = steps.assign_ranks([report.read_export(p).tables for p in trimmed])
     lateness = stragglers.measure(tables)
     found = stragglers.find(tables, lateness, stragglers.Thresholds())
     collectives: dict[str, dict[str, int]] = {}
@@ -252,9 +252,9 @@ def judge(job: str, found: list[dict[str, Any]], judged: list[int]) -> list[str]
 
 def same_reduction(full: Path, trimmed: Path, modules: Any) -> bool:
     """The trimmed export reduces to exactly what the full one does."""
-    steps = modules[0]
-    a = [dataclasses.asdict(t) for t in steps.reduce_report(full, "r")]
-    b = [dataclasses.asdict(t) for t in steps.reduce_report(trimmed, "r")]
+    report = modules[2]
+    a = [dataclasses.asdict(t) for t in report.read_export(full, "r").tables]
+    b = [dataclasses.asdict(t) for t in report.read_export(trimmed, "r").tables]
     return a == b
 
 

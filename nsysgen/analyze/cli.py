@@ -11,7 +11,6 @@ from nsysgen.analyze import record as analyze_record
 from nsysgen.analyze import steps_cli
 from nsysgen.analyze.map import (
     Progress,
-    Reduced,
     Task,
     Where,
     map_reports,
@@ -26,6 +25,7 @@ from nsysgen.analyze.nccl import (
     write_csvs,
 )
 from nsysgen.analyze.plot import Plots, plot_op, require_matplotlib
+from nsysgen.analyze.report import Reduced
 from nsysgen.errors import EXIT_INVALID
 
 

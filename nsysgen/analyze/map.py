@@ -2,7 +2,7 @@
 in this process or on a Dask cluster (`dask.distributed`), results in report order.
 
 A task is one report: export it with nsys unless a valid cached export exists, then read its
-NCCL calls and reduce it to per-rank tables (nsysgen/analyze/steps.py). A worker holds one
+NCCL calls and reduce it to per-rank tables (nsysgen/analyze/report.py). A worker holds one
 report at a time, so its memory does not grow with the number of reports; the reduction over reports
 (stragglers, summary.json, CSVs) runs in the calling process on the compact tables.
 
@@ -39,19 +39,12 @@ from nsysgen.analyze.nccl import (
     NcclCall,
     export_sqlite,
     find_nsys,
-    read_calls,
     report_sources,
 )
-from nsysgen.analyze.steps import Collective, RankTables, StepRow, reduce_report
+from nsysgen.analyze.report import Reduced, read_export
+from nsysgen.analyze.steps import Collective, RankTables, StepRow
 
 _CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class Reduced:
-    name: str  # the export's stem: the report's name
-    calls: list[NcclCall]
-    tables: list[RankTables]
 
 
 @dataclass(frozen=True)
@@ -102,7 +95,7 @@ def reduced_file(source: Path) -> Path:
 
 
 # The modules whose code makes a task's result: a change to any of them redoes every result.
-_REDUCERS = ("nccl.py", "steps.py", "map.py")
+_REDUCERS = ("report.py", "nccl.py", "steps.py", "map.py")
 
 
 @functools.cache
@@ -226,9 +219,7 @@ def run_task(task: Task) -> Reduced:
         export = export_sqlite(task.report, task.nsys, force=True)
         key = report_key(task.report)
         key_file(task.report).write_text(json.dumps(key, sort_keys=True))
-    reduced = Reduced(
-        export.stem, read_calls(export, export.stem), reduce_report(export, export.stem)
-    )
+    reduced = read_export(export)
     if task.report is not None:
         key = key or report_key(task.report)
         if cache_state(task.report, export, key) != "valid":

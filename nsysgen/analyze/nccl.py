@@ -86,34 +86,31 @@ def find_nsys(explicit: str | None) -> str:
     return candidate
 
 
-def _tables(db: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
-def read_calls(sqlite_file: Path, report: str) -> list[NcclCall]:
-    with sqlite3.connect(sqlite_file) as db:
-        needed = {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"}
-        if not needed <= _tables(db):
-            return []
-        ranges = db.execute(
-            "SELECT e.start, e.end, e.globalTid, COALESCE(e.text, s.value), e.domainId, "
-            "e.binaryData FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
-            "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL"
-        ).fetchall()
-        size_offsets = _message_size_offsets(db)
-        domains = {
-            row[0]: row[1]
-            for row in db.execute(
-                "SELECT e.domainId, COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN "
-                "StringIds s ON e.textId = s.id WHERE e.eventType = 75"
-            )
-        }
-        launches = db.execute(
-            "SELECT r.start, r.globalTid, k.start, k.end, s.value "
-            "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
-            "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) "
-            "JOIN StringIds s ON k.shortName = s.id WHERE s.value LIKE 'nccl%'"
-        ).fetchall()
+def calls_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[NcclCall]:
+    """Every NCCL kernel of an open export (`tables`: the tables it has), with its collective
+    and message size from the NVTX ranges around its launch."""
+    needed = {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"}
+    if not needed <= tables:
+        return []
+    ranges = db.execute(
+        "SELECT e.start, e.end, e.globalTid, COALESCE(e.text, s.value), e.domainId, "
+        "e.binaryData FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
+        "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL"
+    ).fetchall()
+    size_offsets = _message_size_offsets(db, tables)
+    domains = {
+        row[0]: row[1]
+        for row in db.execute(
+            "SELECT e.domainId, COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN "
+            "StringIds s ON e.textId = s.id WHERE e.eventType = 75"
+        )
+    }
+    launches = db.execute(
+        "SELECT r.start, r.globalTid, k.start, k.end, s.value "
+        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
+        "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) "
+        "JOIN StringIds s ON k.shortName = s.id WHERE s.value LIKE 'nccl%'"
+    ).fetchall()
     nccl_domains = {d for d, name in domains.items() if name == "NCCL"}
     by_thread: dict[int, list[tuple[int, int, str, bool, int | None]]] = defaultdict(list)
     for start, end, tid, name, domain, blob in ranges:
@@ -141,9 +138,9 @@ def read_calls(sqlite_file: Path, report: str) -> list[NcclCall]:
     return sorted(calls, key=lambda c: c.start_ns)
 
 
-def _message_size_offsets(db: sqlite3.Connection) -> dict[int, int]:
+def _message_size_offsets(db: sqlite3.Connection, tables: set[str]) -> dict[int, int]:
     """schema id -> offset of the 'Message size' field in NCCL's NVTX payload schemas."""
-    if "NVTX_PAYLOAD_SCHEMA_ENTRIES" not in _tables(db):
+    if "NVTX_PAYLOAD_SCHEMA_ENTRIES" not in tables:
         return {}
     return {
         schema: offset or 0

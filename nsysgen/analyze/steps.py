@@ -1,6 +1,6 @@
 """Per rank x per step figures of one report, from the GPU's point of view.
 
-`reduce_report(sqlite_file, report)` is a pure function of one SQLite export: it returns compact
+`tables_in(db, tables, report)` is a pure function of one open SQLite export: it returns compact
 per-process tables (one `RankTables` per recorded process) and nothing else, so it can be mapped
 over many reports (one per node, or per rank) and the results combined afterwards.
 
@@ -32,7 +32,6 @@ import re
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 STEP_NAME = re.compile(r"^\s*(?:step|iteration|iter|train[_ ]step)[ _:#=]*(\d+)\s*$", re.I)
 COMM_NAME = re.compile(
@@ -113,10 +112,6 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
         else:
             j += 1
     return total
-
-
-def _tables(db: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
 @dataclass(frozen=True)
@@ -300,14 +295,13 @@ def _reduce_process(
     return tables
 
 
-def reduce_report(sqlite_file: Path, report: str) -> list[RankTables]:
-    """One report's SQLite export -> one table set per process with steps or kernels."""
-    with sqlite3.connect(sqlite_file) as db:
-        tables = _tables(db)
-        ops = _read_ops(db, tables)
-        steps, comm = _ranges(db, tables)
-        totals = _kernel_totals(db, tables)
-        devices = _devices(db, tables)
+def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[RankTables]:
+    """An open export (`tables`: the tables it has) -> one table set per process with steps
+    or kernels."""
+    ops = _read_ops(db, tables)
+    steps, comm = _ranges(db, tables)
+    totals = _kernel_totals(db, tables)
+    devices = _devices(db, tables)
     result = []
     for pid in sorted(set(steps) | set(totals)):
         # A process's steps are its ranges on one thread: keep the thread-free, sorted list.

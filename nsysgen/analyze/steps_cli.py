@@ -1,6 +1,6 @@
 """The per rank x step part of `nsysgen analyze`: its options, and the run from SQLite exports to
-summary.json, CSVs, pictures and the `--baseline` gate. Kept apart from analyze_cli.py so that
-the per-report reduction (`steps.reduce_report`) can be mapped over reports by another driver.
+summary.json, CSVs, pictures and the `--baseline` gate. Kept apart from cli.py so that the
+per-report reduction (`report.read_export`) can be mapped over reports by another driver.
 """
 
 from __future__ import annotations

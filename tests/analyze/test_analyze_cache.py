@@ -19,6 +19,7 @@ from nsysgen.analyze import record as analyze_record
 from nsysgen.analyze import steps_cli
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze.map import Task, reduced_file
+from nsysgen.analyze.report import Reduced
 from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
 from tests.conftest import REPO, RunCli
 
@@ -49,7 +50,7 @@ def count_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ran: list[str] = []
     real = analyze_map.run_task
 
-    def counted(task: Task) -> analyze_map.Reduced:
+    def counted(task: Task) -> Reduced:
         ran.append(task.export.stem)
         return real(task)
 

@@ -22,7 +22,7 @@ import pytest
 
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze import stragglers
-from nsysgen.analyze.steps import reduce_report
+from nsysgen.analyze.report import read_export
 from tests.conftest import REPO, CliResult
 
 RunCli = Callable[..., CliResult]
@@ -92,7 +92,7 @@ def test_step_is_projected_onto_the_gpu_with_exposed_comm_and_idle(tmp_path: Pat
             (11 * MS, 31 * MS, 40 * MS, "gemm"),
         ],
     )
-    (tables,) = reduce_report(db, "r_rank3")
+    (tables,) = read_export(db, "r_rank3").tables
     assert tables.rank == 3 and tables.pid == PID
     (row,) = tables.steps
     assert (row.source, row.cpu_ms, row.step_ms) == ("gpu", 10.0, 25.0)

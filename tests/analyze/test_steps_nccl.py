@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 
-from nsysgen.analyze.nccl import read_calls
-from nsysgen.analyze.steps import reduce_report
+from nsysgen.analyze.report import read_export
 from tests.analyze.test_steps import assert_agrees_with_nsys_stats
 from tests.conftest import REPO, RunCli
 
@@ -140,9 +139,9 @@ def test_trimmed_export_reads_like_the_full_one(tmp_path: Path, name: str) -> No
     full, trimmed = GPU / name, tmp_path / "trimmed.sqlite"
     counts = x2.trim(full, trimmed)
     assert set(counts) <= set(x2.KEEP)
-    assert reduce_report(trimmed, "r") == reduce_report(full, "r")
-    calls = read_calls(full, "r")
-    assert read_calls(trimmed, "r") == calls and calls
+    assert read_export(trimmed, "r").tables == read_export(full, "r").tables
+    calls = read_export(full, "r").calls
+    assert read_export(trimmed, "r").calls == calls and calls
     if "blobs" in name:
         assert all(c.size_bytes for c in calls)  # the message sizes come from the payloads
     assert trimmed.stat().st_size < full.stat().st_size / 2
