@@ -11,13 +11,9 @@ lines and the exit code if every recorded file is still there, byte for byte; an
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,32 +86,3 @@ def save(out: Path, key: str, outputs: list[Path], lines: list[str], code: int) 
         partial.replace(target)
     except OSError:
         partial.unlink(missing_ok=True)
-
-
-class _Tee(io.TextIOBase):
-    """Writes through to `stream` and keeps every complete line."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.buffer_text = ""
-        self.lines: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.stream.write(text)
-        self.buffer_text += text
-        *done, self.buffer_text = self.buffer_text.split("\n")
-        self.lines.extend(done)
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-
-@contextlib.contextmanager
-def captured() -> Iterator[list[str]]:
-    """Print as usual, and collect the lines printed (the list fills as they come)."""
-    tee = _Tee(sys.stdout)
-    with contextlib.redirect_stdout(tee):
-        yield tee.lines
-    if tee.buffer_text:
-        tee.lines.append(tee.buffer_text)

@@ -220,12 +220,12 @@ def no_nsys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 @pytest.fixture
 def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
     """Drawing takes most of a run; these tests are about which calls are read."""
-    from nsysgen.analyze import cli as analyze_cli
+    from nsysgen.analyze import reduce as analyze_reduce
 
     def skip(op: str, _calls: object, _reference: object, out: Path) -> Path:
         return out / f"nccl_{op}_durations.png"
 
-    monkeypatch.setattr(analyze_cli, "plot_op", skip)
+    monkeypatch.setattr(analyze_reduce, "plot_op", skip)
 
 
 def call_rows(folder: Path) -> list[dict[str, str]]:

@@ -16,9 +16,9 @@ import pytest
 
 from nsysgen.analyze import map as analyze_map
 from nsysgen.analyze import record as analyze_record
-from nsysgen.analyze import steps_cli
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze.map import Task, reduced_file
+from nsysgen.analyze.reduce import Outcome, reduce
 from nsysgen.analyze.report import Reduced
 from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
 from tests.conftest import REPO, RunCli
@@ -220,13 +220,13 @@ def test_an_unchanged_analysis_is_replayed_and_anything_changed_runs_again(
     reports = stepped_reports(tmp_path)
     out = tmp_path / "out"
     analysed: list[int] = []
-    real = steps_cli.run
+    real = reduce
 
-    def counted(*args: Any) -> tuple[list[Path], int]:
+    def counted(*args: Any) -> Outcome:
         analysed.append(1)
         return real(*args)
 
-    monkeypatch.setattr(steps_cli, "run", counted)
+    monkeypatch.setattr("nsysgen.analyze.cli.reduce", counted)
 
     def run(*extra: str) -> tuple[str, dict[str, bytes]]:
         result = run_cli("analyze", str(reports), "--serial", "--output", str(out), *extra)

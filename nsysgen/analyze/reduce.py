@@ -1,0 +1,115 @@
+"""The reduce step of `nsysgen analyze`: every report's reduced tables (the map step's results,
+nsysgen/analyze/map.py) to the answers across ranks: NCCL calls by message size (CSVs, one
+picture per operation), per rank x step figures, stragglers, summary.json and its pictures,
+and the `--baseline` gate. It writes files and returns what it found; it prints nothing (the
+CLI prints the outcome, and the run record stores it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from nsysgen.analyze.nccl import human_size, summarise, write_csvs
+from nsysgen.analyze.plot import Plots, plot_op
+from nsysgen.analyze.regress import compare, load
+from nsysgen.analyze.report import Reduced
+from nsysgen.analyze.steps import assign_ranks
+from nsysgen.analyze.steps_plot import draw_all
+from nsysgen.analyze.stragglers import Thresholds, find, measure
+from nsysgen.analyze.summary import build, write
+from nsysgen.errors import EXIT_DRIFT, EXIT_OK
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the reduction is asked: the thresholds, the job's world size and the baseline."""
+
+    straggler_min_ms: float = 1.0
+    straggler_min_percent: float = 25.0
+    world_size: int | None = None
+    baseline: Path | None = None
+    regression_threshold: float = 10.0
+    regression_min_ms: float = 0.1
+    reference: tuple[tuple[int, float], ...] = ()  # nccl-tests' own time per size (us)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the reduction found, in the words `nsysgen analyze` prints, the files it wrote and
+    the exit code (EXIT_DRIFT: a figure regressed against the baseline)."""
+
+    lines: tuple[str, ...]
+    written: tuple[Path, ...]
+    code: int
+
+
+def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
+    """Every report's tables (in report order) to the analysis in `out`."""
+    lines: list[str] = []
+    calls = [call for result in reduced for call in result.calls]
+    summary = summarise(calls)
+    written = write_csvs(calls, summary, out)
+    plots = Plots(out)
+    reference = dict(options.reference)
+    for op in sorted({c.op for c in calls}):
+        op_calls = [c for c in calls if c.op == op]
+        drawn = plots.draw(
+            f"nccl_{op}_durations.png",
+            [op, op_calls, sorted(reference.items())],
+            partial(plot_op, op, op_calls, reference, out),
+        )
+        assert drawn is not None
+        written.append(drawn)
+    if not calls:
+        lines.append(f"no NCCL kernels in {len(reduced)} report(s): nothing to plot")
+    for row in summary:
+        size = "unknown" if row.size_bytes is None else human_size(row.size_bytes)
+        lines.append(
+            f"{row.op:<22} {size:>10} {row.calls:>6} calls  median {row.median_us:9.1f} us  "
+            f"p90 {row.p90_us:9.1f} us"
+        )
+    ranks = assign_ranks([r.tables for r in reduced])
+    thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
+    lateness = measure(ranks)
+    stragglers = find(ranks, lateness, thresholds)
+    world = options.world_size or max(1, len(ranks))
+    names = [r.name for r in reduced]
+    steps_summary = build(ranks, lateness, stragglers, calls, thresholds, world, names)
+    written += write(steps_summary, out)
+    written += draw_all(steps_summary, calls, out, plots)
+    stepped = [t for t in ranks if t.steps]
+    steps = sorted({row.step for t in stepped for row in t.steps})
+    if stepped:
+        lines.append(
+            f"steps {steps[0]}..{steps[-1]} on {len(stepped)} rank(s); first step not judged"
+        )
+    else:
+        lines.append("no step NVTX ranges ('step N') in the reports: no per-step figures")
+    for s in stragglers:
+        lines.append(
+            f"straggler: rank {s['rank']} ({s['kind']}) late on steps "
+            f"{', '.join(map(str, s['steps']))} by {s['mean_lateness_ms']} ms on average"  # type: ignore[call-overload]
+        )
+    if stepped and not stragglers:
+        lines.append("stragglers: none above the threshold")
+    code = EXIT_OK
+    if options.baseline is not None:
+        changes = compare(
+            load(options.baseline),
+            steps_summary,
+            options.regression_threshold / 100,
+            options.regression_min_ms,
+        )
+        regressed = [c for c in changes if c.regressed]
+        lines.append(
+            f"baseline {options.baseline}: {len(changes)} figure(s) compared, {len(regressed)} "
+            f"regressed beyond {options.regression_threshold:g} %"
+        )
+        lines += [change.line() for change in changes if change.regressed]
+        if not changes:
+            lines.append("warning: nothing in common with the baseline to compare")
+        code = EXIT_DRIFT if regressed else EXIT_OK
+    plots.save()
+    lines += [f"wrote {path}" for path in written]
+    return Outcome(tuple(lines), tuple(written), code)
