@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import functools
 import os
 import re
 import shutil
@@ -61,6 +62,7 @@ def export_sqlite(report: Path, nsys: str, force: bool = False) -> Path:
             "sqlite",
             "--force-overwrite",
             "true",
+            *export_options(nsys),
             "--output",
             str(partial),
             str(report),
@@ -74,6 +76,15 @@ def export_sqlite(report: Path, nsys: str, force: bool = False) -> Path:
         raise AnalyzeError(f"nsys export failed for {report}: {proc.stderr.strip()[-400:]}")
     partial.replace(target)
     return target
+
+
+@functools.cache
+def export_options(nsys: str) -> tuple[str, ...]:
+    """`--include-blobs true` where this nsys's export has the switch: NCCL's NVTX payloads,
+    which hold the message sizes, are exported only with it (nsys 2025.x). nsys 2023.4.4's
+    export has no such switch, and refuses one it does not know."""
+    proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, check=False)
+    return ("--include-blobs", "true") if "--include-blobs" in proc.stdout + proc.stderr else ()
 
 
 def find_nsys(explicit: str | None) -> str:
