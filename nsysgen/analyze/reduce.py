@@ -89,7 +89,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     for s in stragglers:
         lines.append(
             f"straggler: rank {s['rank']} ({s['kind']}) late on steps "
-            f"{', '.join(map(str, s['steps']))} by {s['mean_lateness_ms']} ms on average"  # type: ignore[call-overload]
+            f"{', '.join(map(str, s['steps']))} by {s['mean_lateness_ms']} ms on average"
         )
     if stepped and not stragglers:
         lines.append("stragglers: none above the threshold")

@@ -13,9 +13,10 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from nsysgen.analyze.nccl import AnalyzeError
-from nsysgen.analyze.summary import SCHEMA
+from nsysgen.analyze.summary import SCHEMA, StepField, Summary
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Change:
         )
 
 
-def load(folder: Path) -> dict[str, object]:
+def load(folder: Path) -> Summary:
     path = folder / "summary.json" if folder.is_dir() else folder
     try:
         data = json.loads(path.read_text())
@@ -48,36 +49,39 @@ def load(folder: Path) -> dict[str, object]:
         raise AnalyzeError(f"--baseline {path}: not a readable summary.json ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise AnalyzeError(f"--baseline {path}: not an nsysgen analyze summary ({SCHEMA})")
-    return data
+    return cast(Summary, data)  # its schema says it is one
 
 
-def _figures(summary: dict[str, object]) -> dict[str, tuple[float, str, bool]]:
+# The per-step times compared, and what a change is called.
+_COMPARED: tuple[tuple[StepField, str], ...] = (
+    ("step_ms", "step time"),
+    ("exposed_comm_ms", "exposed comm"),
+)
+
+
+def _figures(summary: Summary) -> dict[str, tuple[float, str, bool]]:
     """name -> (value, unit, higher is better)."""
     out: dict[str, tuple[float, str, bool]] = {}
     pooled: dict[str, list[float]] = {"step_ms": [], "exposed_comm_ms": []}
     first = summary.get("first_step_ignored")
-    for rank in summary.get("ranks", []):  # type: ignore[attr-defined]
+    for rank in summary.get("ranks", []):
         medians = rank["medians_without_first_step"]
-        for key, label in (("step_ms", "step time"), ("exposed_comm_ms", "exposed comm")):
-            if medians.get(key) is not None:
-                out[f"rank {rank['rank']} median {label}"] = (float(medians[key]), "ms", False)
-            pooled[key] += [
-                float(s[key])
-                for s in rank["steps"]
-                if s.get(key) is not None and (s["step"] != first or len(rank["steps"]) == 1)
-            ]
-    for key, label in (("step_ms", "step time"), ("exposed_comm_ms", "exposed comm")):
+        for key, label in _COMPARED:
+            median = medians.get(key)
+            if median is not None:
+                out[f"rank {rank['rank']} median {label}"] = (float(median), "ms", False)
+            judged = (s for s in rank["steps"] if s["step"] != first or len(rank["steps"]) == 1)
+            pooled[key] += [float(value) for s in judged if (value := s.get(key)) is not None]
+    for key, label in _COMPARED:
         if pooled[key]:
             out[f"all ranks median {label}"] = (statistics.median(pooled[key]), "ms", False)
-    for row in summary.get("nccl_by_size", []):  # type: ignore[attr-defined]
+    for row in summary.get("nccl_by_size", []):
         name = f"{row['op']} {row['size']} bus bandwidth"
         out[name] = (float(row["busbw_GBps"]), "GB/s", True)
     return out
 
 
-def compare(
-    old: dict[str, object], new: dict[str, object], threshold: float, min_ms: float
-) -> list[Change]:
+def compare(old: Summary, new: Summary, threshold: float, min_ms: float) -> list[Change]:
     before, after = _figures(old), _figures(new)
     changes = []
     for name in sorted(before.keys() & after.keys()):

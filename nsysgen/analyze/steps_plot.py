@@ -11,8 +11,7 @@ from typing import Any
 
 from nsysgen.analyze.nccl import NcclCall, human_size
 from nsysgen.analyze.plot import Plots
-
-Summary = dict[str, object]
+from nsysgen.analyze.summary import RankEntry, StepField, Summary
 
 
 def _pyplot() -> Any:
@@ -24,8 +23,8 @@ def _pyplot() -> Any:
     return plt
 
 
-def _ranks(summary: Summary) -> list[dict[str, object]]:
-    return summary["ranks"]  # type: ignore[return-value]
+def _ranks(summary: Summary) -> list[RankEntry]:
+    return summary["ranks"]
 
 
 # A picture stays a picture at any scale: at most this many inches (a cell per step and rank
@@ -45,17 +44,18 @@ def _ticks(labels: list[str]) -> tuple[list[int], list[str]]:
     return kept, [labels[i] for i in kept]
 
 
-def heatmap(summary: Summary, field: str, title: str, out: Path) -> Path | None:
+def heatmap(summary: Summary, field: StepField, title: str, out: Path) -> Path | None:
     ranks = [r for r in _ranks(summary) if r["steps"]]
     if not ranks:
         return None
-    steps = sorted({s["step"] for r in ranks for s in r["steps"]})  # type: ignore[attr-defined]
+    steps = sorted({s["step"] for r in ranks for s in r["steps"]})
     column = {step: i for i, step in enumerate(steps)}
     grid = [[float("nan")] * len(steps) for _ in ranks]
     for row, rank in enumerate(ranks):
-        for s in rank["steps"]:  # type: ignore[attr-defined]
-            if s.get(field) is not None:
-                grid[row][column[s["step"]]] = s[field]
+        for s in rank["steps"]:
+            value = s[field]
+            if value is not None:
+                grid[row][column[s["step"]]] = value
     plt = _pyplot()
     figure, axis = plt.subplots(
         figsize=_size(max(5.0, 0.45 * len(steps) + 2.5), max(2.5, 0.45 * len(ranks) + 1.5))
@@ -66,7 +66,7 @@ def heatmap(summary: Summary, field: str, title: str, out: Path) -> Path | None:
     axis.set_xlabel("step (the first is warm-up)")
     axis.set_ylabel("rank")
     figure.colorbar(image, ax=axis, label="ms")
-    sources = {s["source"] for r in ranks for s in r["steps"]}  # type: ignore[attr-defined]
+    sources = {s["source"] for r in ranks for s in r["steps"]}
     where = "on the GPU" if sources == {"gpu"} else "CPU NVTX range where no GPU work"
     axis.set_title(f"{title} per rank and step (ms; {where})", fontsize=10)
     figure.tight_layout()
@@ -87,20 +87,20 @@ def rank_bars(summary: Summary, out: Path) -> Path | None:
         ("idle_ms", "GPU idle", "#dddddd"),
     ]
     medians = [r["medians_without_first_step"] for r in ranks]
-    gpu = all(m["compute_busy_ms"] is not None for m in medians)  # type: ignore[index]
+    gpu = all(m["compute_busy_ms"] is not None for m in medians)
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=_size(max(5.0, 0.6 * len(ranks) + 3), 4))
     labels = [str(r["rank"]) for r in ranks]
     bottom = [0.0] * len(ranks)
     if not gpu:
         # CPU-only steps: the step's own range split into blocking communication and the rest.
-        comm = [float(m["exposed_comm_ms"] or 0) for m in medians]  # type: ignore[index]
-        rest = [float(m["step_ms"] or 0) - c for m, c in zip(medians, comm, strict=True)]  # type: ignore[index]
+        comm = [float(m["exposed_comm_ms"] or 0) for m in medians]
+        rest = [float(m["step_ms"] or 0) - c for m, c in zip(medians, comm, strict=True)]
         axis.bar(labels, rest, color="#4c72b0", label="step outside collectives")
         axis.bar(labels, comm, bottom=rest, color="#c44e52", label="in collective ranges")
     else:
         for key, label, color in parts:
-            values = [float(m[key] or 0) for m in medians]  # type: ignore[index]
+            values = [float(m[key] or 0) for m in medians]
             axis.bar(labels, values, bottom=bottom, color=color, label=label)
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     axis.set_xticks(*_ticks(labels))
@@ -118,7 +118,7 @@ def rank_bars(summary: Summary, out: Path) -> Path | None:
 def size_panels(op: str, calls: list[NcclCall], summary: Summary, out: Path) -> Path | None:
     """Kernel time per call (top) and bus bandwidth (bottom) against message size."""
     sized = [c for c in calls if c.op == op and c.size_bytes]
-    rows = [r for r in summary["nccl_by_size"] if r["op"] == op]  # type: ignore[attr-defined]
+    rows = [r for r in summary["nccl_by_size"] if r["op"] == op]
     if not sized or not rows:
         return None
     plt = _pyplot()
@@ -134,8 +134,8 @@ def size_panels(op: str, calls: list[NcclCall], summary: Summary, out: Path) -> 
     top.set_yscale("log")
     top.set_ylabel("GPU kernel time per call (µs)")
     top.legend(fontsize=8)
-    world = summary.get("world_size", 1)
-    label = f"bus bandwidth ({world} ranks)" if int(world) > 1 else "algorithm bandwidth (1 rank)"  # type: ignore[call-overload]
+    world = summary["world_size"]
+    label = f"bus bandwidth ({world} ranks)" if world > 1 else "algorithm bandwidth (1 rank)"
     bottom.plot(sizes, [r["busbw_GBps"] for r in rows], color="#55a868", marker="o", label=label)
     bottom.set_ylabel("GB/s (median call)")
     bottom.set_xscale("log", base=2)
@@ -150,6 +150,12 @@ def size_panels(op: str, calls: list[NcclCall], summary: Summary, out: Path) -> 
     return target
 
 
+_HEATMAPS: tuple[tuple[StepField, str], ...] = (
+    ("step_ms", "Step time"),
+    ("exposed_comm_ms", "Exposed communication"),
+)
+
+
 def draw_all(summary: Summary, calls: list[NcclCall], out: Path, plots: Plots) -> list[Path]:
     """Every picture, each drawn again only when its data changed (`plots`)."""
     shown = plots.key("summary", summary)  # what the summary holds, once for every plot
@@ -159,7 +165,7 @@ def draw_all(summary: Summary, calls: list[NcclCall], out: Path, plots: Plots) -
             [shown, field, title],
             partial(heatmap, summary, field, title, out),
         )
-        for field, title in (("step_ms", "Step time"), ("exposed_comm_ms", "Exposed communication"))
+        for field, title in _HEATMAPS
     ]
     drawn.append(plots.draw("rank_breakdown.png", shown, partial(rank_bars, summary, out)))
     for op in sorted({c.op for c in calls}):

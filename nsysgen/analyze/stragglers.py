@@ -33,6 +33,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TypedDict
 
 from nsysgen.analyze.steps import NS_PER_MS, RankTables
 
@@ -130,10 +131,19 @@ def measure(ranks: list[RankTables]) -> Lateness:
     return result
 
 
-def find(
-    ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds
-) -> list[dict[str, object]]:
-    """The stragglers: [{"rank", "steps", "mean_lateness_ms", "kind", ...}], latest first."""
+class Straggler(TypedDict):
+    """A rank late on steps (summary.json's "stragglers", in this key order)."""
+
+    rank: int
+    steps: list[int]
+    mean_lateness_ms: float
+    kind: str  # "slow rank" (late on most judged steps) or "hiccup"
+    late_on_fraction_of_steps: float
+    evidence: list[str]
+
+
+def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) -> list[Straggler]:
+    """The stragglers, latest first."""
     step_ms: dict[int, list[float]] = defaultdict(list)
     for t in ranks:
         for row in t.steps:
@@ -148,7 +158,7 @@ def find(
         for rank, value in by_step[step]:
             if value > bar:
                 late[rank].append((step, value))
-    found = []
+    found: list[Straggler] = []
     for rank, items in late.items():
         fraction = len(items) / len(judged)
         found.append(
@@ -161,4 +171,4 @@ def find(
                 "evidence": sorted({lateness.evidence[s] for s, _ in items}),
             }
         )
-    return sorted(found, key=lambda f: -float(f["mean_lateness_ms"]) * len(f["steps"]))  # type: ignore[arg-type]
+    return sorted(found, key=lambda f: -f["mean_lateness_ms"] * len(f["steps"]))

@@ -11,21 +11,80 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import Literal, NotRequired, TypedDict, get_args
 
 from nsysgen.analyze.nccl import NcclCall, human_size
 from nsysgen.analyze.steps import RankTables, StepRow
-from nsysgen.analyze.stragglers import Lateness, Thresholds
+from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
 
 SCHEMA = "nsysgen-analyze-summary/1"
-STEP_FIELDS = [
-    "step_ms",
-    "compute_ms",
-    "nccl_ms",
-    "compute_busy_ms",
-    "exposed_comm_ms",
-    "other_ms",
-    "idle_ms",
+StepField = Literal[
+    "step_ms", "compute_ms", "nccl_ms", "compute_busy_ms", "exposed_comm_ms", "other_ms", "idle_ms"
 ]
+STEP_FIELDS: tuple[StepField, ...] = get_args(StepField)
+
+# summary.json, typed: each entry's keys in the order the file holds them.
+StepColumn = Literal["step", "source", "cpu_ms", StepField, "wait_ms", "late_ms", "kernels"]
+TotalsColumn = Literal["kernel_ms", "kernels", "nccl_kernel_ms", "nccl_kernels", "steps"]
+SizeColumn = Literal["op", "size_bytes", "size", "calls", "median_us", "algbw_GBps", "busbw_GBps"]
+
+
+class StepEntry(TypedDict):
+    step: int
+    source: str  # "gpu": from the step's kernels; "cpu": the NVTX range alone
+    cpu_ms: float
+    step_ms: float | None
+    compute_ms: float | None
+    nccl_ms: float | None
+    compute_busy_ms: float | None
+    exposed_comm_ms: float | None
+    other_ms: float | None
+    idle_ms: float | None
+    kernels: int
+    wait_ms: float | None
+    late_ms: float | None
+
+
+class Totals(TypedDict):
+    kernel_ms: float
+    kernels: int
+    nccl_kernel_ms: float
+    nccl_kernels: int
+    steps: int
+
+
+class RankEntry(TypedDict):
+    rank: int
+    report: str
+    pid: int
+    device: int | None
+    medians_without_first_step: dict[str, float | None]  # STEP_FIELDS and cpu_ms
+    totals: Totals
+    steps: list[StepEntry]
+
+
+class SizeEntry(TypedDict):
+    op: str
+    size_bytes: int
+    size: str
+    calls: int
+    median_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+
+
+class Summary(TypedDict):
+    schema: str
+    reports: list[str]
+    world_size: int
+    first_step_ignored: int | None
+    thresholds: dict[str, float]
+    collectives_matched: int
+    steps_with_unequal_collective_counts: list[int]
+    ranks: list[RankEntry]
+    stragglers: list[Straggler]
+    nccl_by_size: list[SizeEntry]
+    world_size_note: NotRequired[str]
 
 
 def bus_factor(op: str, world: int) -> float:
@@ -40,12 +99,12 @@ def bus_factor(op: str, world: int) -> float:
     return 1.0  # broadcast, reduce, send/recv
 
 
-def nccl_by_size(calls: list[NcclCall], world: int) -> list[dict[str, object]]:
+def nccl_by_size(calls: list[NcclCall], world: int) -> list[SizeEntry]:
     groups: dict[tuple[str, int], list[int]] = defaultdict(list)
     for call in calls:
         if call.size_bytes:
             groups[(call.op, call.size_bytes)].append(call.duration_ns)
-    rows: list[dict[str, object]] = []
+    rows: list[SizeEntry] = []
     for (op, size), durations in sorted(groups.items()):
         median_ns = statistics.median(durations)
         algbw = size / median_ns  # bytes per ns = GB/s
@@ -68,29 +127,39 @@ def _median(values: list[float | None]) -> float | None:
     return round(statistics.median(present), 4) if present else None
 
 
-def _step_dict(row: StepRow, rank: int, lateness: Lateness) -> dict[str, object]:
-    data: dict[str, object] = {"step": row.step, "source": row.source, "cpu_ms": row.cpu_ms}
-    for name in STEP_FIELDS:
-        value = getattr(row, name)
-        data[name] = None if value is None else round(value, 4)
-    data["kernels"] = row.kernels
-    wait, late = lateness.wait_ms.get((rank, row.step)), lateness.late_ms.get((rank, row.step))
-    data["wait_ms"] = None if wait is None else round(wait, 4)
-    data["late_ms"] = None if late is None else round(late, 4)
-    return data
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _step_entry(row: StepRow, rank: int, lateness: Lateness) -> StepEntry:
+    return {
+        "step": row.step,
+        "source": row.source,
+        "cpu_ms": row.cpu_ms,
+        "step_ms": _round(row.step_ms),
+        "compute_ms": _round(row.compute_ms),
+        "nccl_ms": _round(row.nccl_ms),
+        "compute_busy_ms": _round(row.compute_busy_ms),
+        "exposed_comm_ms": _round(row.exposed_comm_ms),
+        "other_ms": _round(row.other_ms),
+        "idle_ms": _round(row.idle_ms),
+        "kernels": row.kernels,
+        "wait_ms": _round(lateness.wait_ms.get((rank, row.step))),
+        "late_ms": _round(lateness.late_ms.get((rank, row.step))),
+    }
 
 
 def build(
     ranks: list[RankTables],
     lateness: Lateness,
-    stragglers: list[dict[str, object]],
+    stragglers: list[Straggler],
     calls: list[NcclCall],
     thresholds: Thresholds,
     world: int,
     reports: list[str],
-) -> dict[str, object]:
+) -> Summary:
     first = min((row.step for t in ranks for row in t.steps), default=None)
-    rank_entries = []
+    rank_entries: list[RankEntry] = []
     for t in ranks:
         assert t.rank is not None
         judged = [row for row in t.steps if row.step != first] or t.steps
@@ -111,10 +180,10 @@ def build(
                     "nccl_kernels": t.nccl_kernels_total,
                     "steps": len(t.steps),
                 },
-                "steps": [_step_dict(row, t.rank, lateness) for row in t.steps],
+                "steps": [_step_entry(row, t.rank, lateness) for row in t.steps],
             }
         )
-    summary: dict[str, object] = {
+    summary: Summary = {
         "schema": SCHEMA,
         "reports": reports,
         "world_size": world,
@@ -133,15 +202,15 @@ def build(
     return summary
 
 
-def write(summary: dict[str, object], out: Path) -> list[Path]:
+def write(summary: Summary, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     target = out / "summary.json"
     # One line: json's C encoder only writes unindented JSON, and a summary of 1000 ranks x 1000
     # steps holds a million step rows (steps.csv has them for reading).
     target.write_text(json.dumps(summary) + "\n")
     written = [target]
-    ranks: list[dict[str, object]] = summary["ranks"]  # type: ignore[assignment]
-    step_columns = ["step", "source", "cpu_ms", *STEP_FIELDS, "wait_ms", "late_ms", "kernels"]
+    ranks = summary["ranks"]
+    step_columns: tuple[StepColumn, ...] = get_args(StepColumn)
     written.append(
         _csv(
             out / "steps.csv",
@@ -149,11 +218,11 @@ def write(summary: dict[str, object], out: Path) -> list[Path]:
             [
                 [r["rank"], r["report"], *(s[c] for c in step_columns)]
                 for r in ranks
-                for s in r["steps"]  # type: ignore[attr-defined]
+                for s in r["steps"]
             ],
         )
     )
-    total_columns = ["kernel_ms", "kernels", "nccl_kernel_ms", "nccl_kernels", "steps"]
+    total_columns: tuple[TotalsColumn, ...] = get_args(TotalsColumn)
     median_columns = [f"median_{name}" for name in STEP_FIELDS]
     written.append(
         _csv(
@@ -165,14 +234,14 @@ def write(summary: dict[str, object], out: Path) -> list[Path]:
                     r["report"],
                     r["pid"],
                     r["device"],
-                    *(r["totals"][c] for c in total_columns),  # type: ignore[index]
-                    *(r["medians_without_first_step"][n] for n in STEP_FIELDS),  # type: ignore[index]
+                    *(r["totals"][c] for c in total_columns),
+                    *(r["medians_without_first_step"][n] for n in STEP_FIELDS),
                 ]
                 for r in ranks
             ],
         )
     )
-    stragglers: list[dict[str, object]] = summary["stragglers"]  # type: ignore[assignment]
+    stragglers = summary["stragglers"]
     written.append(
         _csv(
             out / "stragglers.csv",
@@ -181,7 +250,7 @@ def write(summary: dict[str, object], out: Path) -> list[Path]:
                 [
                     s["rank"],
                     s["kind"],
-                    " ".join(map(str, s["steps"])),  # type: ignore[call-overload]
+                    " ".join(map(str, s["steps"])),
                     s["mean_lateness_ms"],
                     s["late_on_fraction_of_steps"],
                 ]
@@ -189,11 +258,13 @@ def write(summary: dict[str, object], out: Path) -> list[Path]:
             ],
         )
     )
-    sizes: list[dict[str, object]] = summary["nccl_by_size"]  # type: ignore[assignment]
-    size_columns = ["op", "size_bytes", "size", "calls", "median_us", "algbw_GBps", "busbw_GBps"]
+    sizes = summary["nccl_by_size"]
+    size_columns: tuple[SizeColumn, ...] = get_args(SizeColumn)
     written.append(
         _csv(
-            out / "nccl_bandwidth.csv", size_columns, [[s[c] for c in size_columns] for s in sizes]
+            out / "nccl_bandwidth.csv",
+            list(size_columns),
+            [[s[c] for c in size_columns] for s in sizes],
         )
     )
     return written

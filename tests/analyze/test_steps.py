@@ -16,13 +16,14 @@ import statistics
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze import stragglers
 from nsysgen.analyze.report import read_export
+from nsysgen.analyze.summary import Summary
 from tests.conftest import REPO, CliResult
 
 RunCli = Callable[..., CliResult]
@@ -297,7 +298,7 @@ def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
         }
         for rank in range(300)
     ]
-    summary: dict[str, object] = {"ranks": ranks}
+    summary = cast(Summary, {"ranks": ranks})
     for picture in (
         analyze_steps_plot.heatmap(summary, "step_ms", "Step time", tmp_path),
         analyze_steps_plot.rank_bars(summary, tmp_path),
