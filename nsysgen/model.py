@@ -96,6 +96,12 @@ class Capture:
     nvtx_domain: str | None = None
     s3_uri: str | None = None  # reports are copied there after the run
 
+    @property
+    def delay_s(self) -> int:
+        """Seconds from launch to the start of a window capture (0: at launch, and for the
+        other modes); every reader of the delay reads it here."""
+        return self.delay or 0
+
 
 @dataclass(frozen=True)
 class Nsight:

@@ -36,7 +36,7 @@ def captured_seconds(config: Config) -> tuple[float, str]:
     if capture.mode == "window" and capture.duration:
         return float(capture.duration), f"{capture.duration} s window"
     if capture.mode == "window":
-        rest = config.job.time_limit_min * 60 - (capture.delay or 0)
+        rest = config.job.time_limit_min * 60 - capture.delay_s
         return float(rest), f"up to {rest} s (delay to the job's time limit)"
     if capture.mode == "steps":
         steps = (capture.last_step or 0) - (capture.first_step or 0) + 1

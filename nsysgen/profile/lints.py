@@ -75,7 +75,7 @@ def _window_past_limit(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
     capture, limit = config.capture, plan.time_limit_s
     if capture.mode != "window":
         return
-    delay, duration, end = capture.delay or 0, capture.duration or 0, plan.window_end_s
+    delay, duration, end = capture.delay_s, capture.duration or 0, plan.window_end_s
     if end is not None and end > limit:
         yield (
             "capture.duration",

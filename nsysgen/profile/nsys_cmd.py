@@ -22,7 +22,7 @@ def extra_collectors(config: Config) -> bool:
 def window_args(config: Config) -> list[str]:
     capture = config.capture
     if capture.mode == "window":
-        args = [f"--delay={capture.delay}"] if capture.delay else []
+        args = [f"--delay={capture.delay_s}"] if capture.delay_s else []
         if capture.duration:
             # --duration ends the program with SIGTERM unless told otherwise.
             args += [f"--duration={capture.duration}", "--kill=none"]

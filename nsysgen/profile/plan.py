@@ -303,7 +303,7 @@ def window_end(config: Config) -> float | None:
     when it ends with the program or with an NVTX range. The one place this is computed."""
     capture = config.capture
     if capture.mode == "window":
-        return float((capture.delay or 0) + capture.duration) if capture.duration else None
+        return float(capture.delay_s + capture.duration) if capture.duration else None
     if capture.mode == "steps":
         return ((capture.last_step or 0) + 1) * config.workload.step_seconds
     return None
@@ -313,8 +313,8 @@ def _window(config: Config) -> tuple[str, float | None]:
     capture, end = config.capture, window_end(config)
     if capture.mode == "window":
         if end is not None:
-            return f"from {capture.delay} s to {end:.0f} s after launch", end
-        return f"from {capture.delay} s after launch to the end of the program", None
+            return f"from {capture.delay_s} s to {end:.0f} s after launch", end
+        return f"from {capture.delay_s} s after launch to the end of the program", None
     if capture.mode == "steps" and end is not None:
         first, last = capture.first_step or 0, capture.last_step or 0
         step = config.workload.step_seconds

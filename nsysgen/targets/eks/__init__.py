@@ -58,7 +58,7 @@ def _scripts_context(config: Config) -> dict[str, Any]:
         "storage_secret": target.storage_secret,
         "profile_config": target.profile_config == "resource",
         "coordinator": coordinator_mode(config),
-        "delay": config.capture.delay or 0,
+        "delay": config.capture.delay_s,
         "duration": config.capture.duration,
     }
 
