@@ -297,6 +297,7 @@ def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "workers_per_node": job.workers_per_node,
             "memory_gb": job.worker_memory_gb,
             "reports": reports,
+            "world_size": plan.world_size,
             "report_size": human_bytes(per_report),
             "estimate": human_seconds(job.estimate_s),
             "version": config.nsight.version,

@@ -82,3 +82,18 @@ def test_case_matches_golden(
     update = bool(request.config.getoption("--update-golden"))
     golden = REPO / "tests" / "golden" / case
     _check(tmp_path, run_cli, CASES[case], golden / "out", "", update)
+
+
+@pytest.mark.parametrize(("nodes", "ranks"), [(2, "[0]"), (4, "one_per_node"), (1, "all")])
+def test_analyze_sbatch_passes_the_jobs_world_size(
+    tmp_path: Path, run_cli: RunCli, nodes: int, ranks: str
+) -> None:
+    """Bus bandwidth's factor is the job's world size, not the count of ranks recorded (rank 0
+    of 16 alone halved the guide's all-reduce bandwidth)."""
+    result = run_cli(
+        "workload=nccl", "cluster=p4de", f"cluster.nodes={nodes}", f"capture.ranks={ranks}",
+        "job.name=w", f"output_dir={tmp_path}",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    script = (tmp_path / "w" / "analyze.sbatch").read_text()
+    assert f'--scheduler-file "$scheduler_file" --world-size {nodes * 8}\n' in script
