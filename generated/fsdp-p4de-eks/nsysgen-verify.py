@@ -262,6 +262,22 @@ def convert(tools: Tools, qdstrm: Path, output: Path) -> str | None:
     return None
 
 
+_SWITCHES: dict[str, list[str]] = {}
+
+
+def export_switches(nsys: str) -> list[str]:
+    """`--include-blobs true` where this nsys's export has the switch (2025.x): the export then
+    holds NCCL's NVTX payloads (the message sizes), and `nsysgen analyze`, which reuses it,
+    reads the same export it would make itself. nsys 2023.4.4 has no such switch."""
+    if nsys not in _SWITCHES:
+        proc = subprocess.run(
+            [nsys, "export", "--help"], capture_output=True, text=True, check=False
+        )
+        found = "--include-blobs" in proc.stdout + proc.stderr
+        _SWITCHES[nsys] = ["--include-blobs", "true"] if found else []
+    return _SWITCHES[nsys]
+
+
 def export_sqlite(tools: Tools, report: Path) -> tuple[Path | None, str | None]:
     """The report's SQLite export (an up-to-date one is reused); (None, why) if unreadable."""
     target = report.with_suffix(".sqlite")
@@ -271,6 +287,7 @@ def export_sqlite(tools: Tools, report: Path) -> tuple[Path | None, str | None]:
         return None, "no nsys to read it (set NSYS or pass --nsys)"
     proc = subprocess.run(
         [tools.nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
+        + export_switches(tools.nsys)
         + ["--output", str(target), str(report)],
         capture_output=True,
         text=True,
@@ -320,8 +337,10 @@ def read_contents(sqlite_file: Path) -> Contents:
         if _count(db, "NVTX_EVENTS"):
             types = ",".join(map(str, NVTX_RANGE_TYPES + NVTX_MARK_TYPES))
             rows = db.execute(
-                "SELECT COALESCE(e.text, s.value), e.eventType, COALESCE(e.globalTid, 0) >> 24, "
-                "e.start, e.end FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
+                # globalTid: the pid in bits 24..47 (the bits above hold the VM id).
+                "SELECT COALESCE(e.text, s.value), e.eventType, "
+                "(COALESCE(e.globalTid, 0) >> 24) & 16777215, e.start, e.end "
+                "FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id "
                 f"WHERE e.eventType IN ({types}) ORDER BY e.start, e.end"  # noqa: S608
             ).fetchall()
             for text, kind, process, start, end in rows:

@@ -11,7 +11,7 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Literal, NotRequired, TypedDict, get_args
+from typing import Literal, TypedDict, get_args
 
 from nsysgen.analyze.nccl import NcclCall, human_size
 from nsysgen.analyze.steps import RankTables, StepRow
@@ -73,7 +73,7 @@ class SizeEntry(TypedDict):
     busbw_GBps: float
 
 
-class Summary(TypedDict):
+class _SummaryKeys(TypedDict):
     schema: str
     reports: list[str]
     world_size: int
@@ -84,7 +84,10 @@ class Summary(TypedDict):
     ranks: list[RankEntry]
     stragglers: list[Straggler]
     nccl_by_size: list[SizeEntry]
-    world_size_note: NotRequired[str]
+
+
+class Summary(_SummaryKeys, total=False):
+    world_size_note: str  # only where one rank is known (bandwidth is then per rank)
 
 
 def bus_factor(op: str, world: int) -> float:

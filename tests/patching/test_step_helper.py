@@ -209,7 +209,8 @@ def test_a_launcher_process_stays_silent(tmp_path: Path) -> None:
 def test_a_run_that_ends_inside_the_window_says_so(tmp_path: Path) -> None:
     run = run_script(tmp_path, RESUMED, window(105, 200), mode="hook")
     assert run.starts == 1
-    assert "the run ended in step 110 before step 200" in run.stderr
+    said = "the run ended after step 109, before step 200: the window holds steps 105..109 only"
+    assert said in run.stderr
 
 
 @pytest.mark.parametrize(

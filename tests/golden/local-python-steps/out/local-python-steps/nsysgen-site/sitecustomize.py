@@ -393,14 +393,14 @@ class _NsysgenStepWindow:
         self.done = True
         import torch
 
+        self.step = None
+        if self.pushed:  # popped while the capture still records, so that the range ends
+            self.pushed = False
+            torch.cuda.nvtx.range_pop()
         if self.recording:
             self.recording = False
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
-        self.step = None
-        if self.pushed:
-            self.pushed = False
-            torch.cuda.nvtx.range_pop()
 
     def _fail(self, error):
         """A failure of the helper itself: the training goes on, without a window."""
@@ -419,10 +419,16 @@ class _NsysgenStepWindow:
         if not self.active:
             return
         if self.recording:
+            # The last step that ended is the last one whole; the one begun after it is not.
+            held = (
+                f"steps {self.first}..{self.last} only"
+                if self.last is not None and self.last >= self.first
+                else "no whole step"
+            )
             self._say(
                 "short",
-                f"the run ended in step {self.step} before step {self.last_step}: the window "
-                f"holds steps {self.first}..{self.step} only",
+                f"the run ended after step {self.last}, before step {self.last_step}: the "
+                f"window holds {held}",
             )
         elif self.seen == 0 and self._trains():
             self._say(
