@@ -98,6 +98,17 @@ def test_each_layer_imports_only_itself_and_below() -> None:
     assert not wrong
 
 
+def test_imports_are_absolute() -> None:
+    """The graph above reads absolute imports only: a relative one would go unseen."""
+    relative = [
+        f"{module}: {ast.unparse(node)}"
+        for module, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.level
+    ]
+    assert not relative
+
+
 def test_no_import_cycle_of_any_kind() -> None:
     known = modules()
     graph = {m: {n for n in imports(p, known) if n in known} - {m} for m, p in known.items()}

@@ -65,3 +65,15 @@ def test_every_knob_of_the_launch_ablation_has_three_runs() -> None:
     for name in ("current", "mem", "launch-start"):
         medians = ", ".join(f"{m:.2f}" for m in fourth[name]["run_medians_ms"])
         assert f"| 3 | {fourth[name]['median_ms']:.2f} ({medians}) |" in text, name
+
+
+def test_nsysgens_exports_carry_the_nccl_payloads_on_nsys_2025() -> None:
+    """bench/gpu/export_path.sh: on a real nsys 2025.3.1 report, the export switch was probed
+    and passed by both of nsysgen's export paths (analyze's and the verifier's, which analyze
+    reuses), whose exports hold NCCL's NVTX payloads (the message sizes); the plain export holds
+    none. One rank only (one GPU lent): NCCL ran no kernels, so there are no calls to size."""
+    found = json.loads((RESULTS / "export-path-2026-12-02.json").read_text())
+    assert found["switches"] == found["verify_switches"] == ["--include-blobs", "true"]
+    exports = found["exports"]
+    assert exports["analyze"]["ranges_with_payload"] == exports["verify"]["ranges_with_payload"]
+    assert exports["analyze"]["ranges_with_payload"] > 0 == exports["plain"]["ranges_with_payload"]
