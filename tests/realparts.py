@@ -116,7 +116,7 @@ class LocalCluster:
             log = self.log(folder, job_id)
             if code == 0 or attempt == 2 or NSYS_START_FAULT not in log:
                 return code, job_id, log
-            self._clean_run(folder)
+            self.clean_run(folder)
         raise AssertionError("unreachable")
 
     def _wait_or_cancel(self, job_id: str, timeout: float) -> tuple[str, str]:
@@ -127,7 +127,7 @@ class LocalCluster:
             self.wait(job_id, 60)
             return "TIMEOUT", "1:0"
 
-    def _clean_run(self, folder: Path) -> None:
+    def clean_run(self, folder: Path) -> None:
         """Remove what a job of `folder` left: its reports, rank markers and step barriers."""
         shutil.rmtree(self.shared_fs / "nsight-reports" / folder.name, ignore_errors=True)
         shutil.rmtree(folder / "barriers", ignore_errors=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realparts import ACTIVE, LocalCluster, python_workload
+from tests.realparts import ACTIVE, NSYS_START_FAULT, LocalCluster, python_workload
 
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
 
@@ -115,6 +115,14 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
         f"still running after 600 s: {unfinished}; vf-cancel cancelled: {cancelled}"
         + "".join(job.context() for job in submitted.values())
     )
+    for name, job in list(submitted.items()):
+        log = local_cluster.log(job.folder, job.job_id)
+        if name != "vf-cancel" and NSYS_START_FAULT in log:
+            # nsys 2023.4.4's own start-up fault took a task: this job once more, alone (the
+            # cancelled one depends on its timing and is judged as it ran).
+            local_cluster.clean_run(job.folder)
+            _, job_id, _ = local_cluster.sbatch_wait(job.folder)
+            submitted[name] = Job(job.folder, job_id, job.reports, local_cluster)
     yield submitted
 
 
