@@ -16,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.realparts import ACTIVE, NSYS_START_FAULT, LocalCluster, python_workload
+from tests.realparts import (
+    ACTIVE,
+    LocalCluster,
+    nsys_start_fault,
+    python_workload,
+)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
 
@@ -117,7 +122,7 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
     )
     for name, job in list(submitted.items()):
         log = local_cluster.log(job.folder, job.job_id)
-        if name != "vf-cancel" and NSYS_START_FAULT in log:
+        if name != "vf-cancel" and nsys_start_fault(log):
             # nsys 2023.4.4's own start-up fault took a task: this job once more, alone (the
             # cancelled one depends on its timing and is judged as it ran).
             local_cluster.clean_run(job.folder)
