@@ -14,8 +14,7 @@ import math
 from collections.abc import Iterator
 
 from nsysgen.model import Config
-from nsysgen.profile.estimate import estimate_report_size
-from nsysgen.profile.plan import ProfilePlan, window_end
+from nsysgen.profile.plan import ProfilePlan
 
 # Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
 # the safe side of what was measured (a 26 MB .qdstrm converted in 0.4 s on a CPU run): a fixed
@@ -26,23 +25,23 @@ WRITE_BYTES_PER_S = 5e6
 MIN_SIGNAL_S = 60
 
 
-def write_seconds(config: Config) -> int:
+def write_seconds(plan: ProfilePlan) -> int:
     """Seconds nsys needs to write one report of this setup (the plan's size estimate)."""
-    size = estimate_report_size(config).bytes_per_report
+    size = plan.size.bytes_per_report
     return max(MIN_SIGNAL_S, math.ceil(WRITE_BASE_S + size / WRITE_BYTES_PER_S))
 
 
-def capture_may_reach_limit(config: Config) -> bool:
+def capture_may_reach_limit(config: Config, plan: ProfilePlan) -> bool:
     """True unless the capture is a window with a fixed end, well before the time limit."""
-    end = window_end(config) if config.capture.mode == "window" else None
-    return end is None or end + write_seconds(config) > config.job.time_limit_min * 60
+    end = plan.window_end_s if config.capture.mode == "window" else None
+    return end is None or end + write_seconds(plan) > plan.time_limit_s
 
 
-def sbatch_options(config: Config) -> dict[str, str]:
+def sbatch_options(config: Config, plan: ProfilePlan) -> dict[str, str]:
     """#SBATCH options for a clean teardown: an early SIGTERM where the capture may be open."""
-    if not capture_may_reach_limit(config):
+    if not capture_may_reach_limit(config, plan):
         return {}
-    seconds = min(write_seconds(config), config.job.time_limit_min * 60 // 2)
+    seconds = min(write_seconds(plan), plan.time_limit_s // 2)
     return {"signal": f"TERM@{seconds}"}
 
 
@@ -52,7 +51,7 @@ def no_room_to_write(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, s
     end, limit = plan.window_end_s, plan.time_limit_s
     if end is None or end > limit:  # open-ended, or NSG003's (NSG016's for steps) error
         return
-    need = write_seconds(config)
+    need = write_seconds(plan)
     if end + need > limit:
         path = "capture.duration" if config.capture.mode == "window" else "capture.last_step"
         yield (

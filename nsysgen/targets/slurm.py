@@ -121,7 +121,7 @@ def recorded(config: Config) -> RecordedTasks:
     )
 
 
-def sbatch_directives(config: Config) -> list[tuple[str, str]]:
+def sbatch_directives(config: Config, plan: ProfilePlan) -> list[tuple[str, str]]:
     """#SBATCH options, sorted by name so that diffs stay small."""
     cluster, settings = config.cluster, settings_as(config.target.settings, SlurmSettings)
     hours, minutes = divmod(config.job.time_limit_min, 60)
@@ -132,7 +132,7 @@ def sbatch_directives(config: Config) -> list[tuple[str, str]]:
         "time": f"{hours:02d}:{minutes:02d}:00",
         # Relative to the submit directory, which exists (a missing log dir fails the job).
         "output": "%x_%j.out",
-        **teardown_options(config),
+        **teardown_options(config, plan),
         **settings.sbatch,
     }
     if cluster.slurm_gres:
@@ -218,7 +218,7 @@ def in_container(config: Config) -> bool:
     return config.cluster.container_runtime == "pyxis" and bool(config.workload.container_image)
 
 
-def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
+def _sbatch(config: Config, selection: RankSelection, plan: ProfilePlan) -> ArtifactSpec:
     prog = program(config, SHELL)
     per_gpu = config.workload.launch == "per_gpu"
     return ArtifactSpec(
@@ -227,7 +227,7 @@ def _sbatch(config: Config, selection: RankSelection) -> ArtifactSpec:
         executable=False,
         context={
             "job_name": config.job.name,
-            "directives": sbatch_directives(config),
+            "directives": sbatch_directives(config, plan),
             "env": [*config.cluster.env, *prog.env],
             "srun_args": srun_args(config),
             "command": prog.command,
@@ -264,8 +264,8 @@ def _readme(
             "step_env": dict(program(config, SHELL).env),
             "steps": plan.steps,
             "recipe_folders": [run.folder for run in recipe_runs(config)],
-            "signal": teardown_options(config).get("signal"),
-            "write_s": write_seconds(config),
+            "signal": teardown_options(config, plan).get("signal"),
+            "write_s": write_seconds(plan),
         },
     )
 
@@ -311,7 +311,7 @@ def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
 def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     selection = select(config)
     specs = [
-        _sbatch(config, selection),
+        _sbatch(config, selection, plan),
         _analyze_sbatch(config, plan),
         _wrapper(config, selection, plan),
         install_script(config),

@@ -145,12 +145,18 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "no report or job record of job" in capsys.readouterr().err
 
 
+def teardown(*overrides: str) -> dict[str, str]:
+    cfg = config(*overrides)
+    return sbatch_options(cfg, build_plan(cfg, TARGETS[cfg.target.name]))
+
+
 def test_teardown_signal_only_where_the_capture_may_be_open() -> None:
-    assert sbatch_options(config("capture=nvtx")) == {"signal": f"TERM@{write_seconds(config())}"}
-    early = config("capture=window", "capture.delay=30", "capture.duration=60")
-    assert sbatch_options(early) == {}
-    late = config("capture=window", "capture.delay=3500", "capture.duration=60")
-    assert sbatch_options(late) == {"signal": "TERM@60"}
+    nvtx = config("capture=nvtx")
+    need = write_seconds(build_plan(nvtx, TARGETS[nvtx.target.name]))
+    assert teardown("capture=nvtx") == {"signal": f"TERM@{need}"}
+    assert teardown("capture=window", "capture.delay=30", "capture.duration=60") == {}
+    late = teardown("capture=window", "capture.delay=3500", "capture.duration=60")
+    assert late == {"signal": "TERM@60"}
 
 
 def _lints(cfg: model.Config) -> list[Finding]:
