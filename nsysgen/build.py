@@ -18,6 +18,7 @@ from nsysgen.config.compose import Composed, Composer
 from nsysgen.config.sweep import expand
 from nsysgen.errors import ComposeError, InvalidConfig, NsysgenError
 from nsysgen.output.manifest import TamperedFile, is_safe_relative, load_json
+from nsysgen.output.shared import write_shared
 from nsysgen.output.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.profile.lints import Finding
@@ -71,6 +72,7 @@ def build_single(
     output_dir = Path(compiled.config.output_dir)
     with output_lock(output_dir):
         statuses = write_folder(folder, compiled.files, compiled.manifest)
+        write_shared(output_dir)
     return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps)
 
 
@@ -200,6 +202,7 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
         stale = sorted(set(previous["points"]) - set(point_overrides)) if previous else []
         removed = [FolderResult(root / name, remove_folder(root / name)) for name in stale]
         _write_index(root, command, args, point_overrides, complete=True)
+        write_shared(output_dir)
     return SweepResult(root, len(compiled), results, removed)
 
 

@@ -14,9 +14,12 @@ from nsysgen.build import SWEEP_INDEX, read_sweep_index
 from nsysgen.config.compose import Composer
 from nsysgen.errors import NsysgenError
 from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
+from nsysgen.output.shared import VERIFIER, shared_state
 from nsysgen.pipeline import Compiled, compile_config
 
-Kind = Literal["changed", "edited by hand", "missing", "orphaned", "invalid", "incomplete"]
+Kind = Literal[
+    "changed", "edited by hand", "missing", "orphaned", "invalid", "incomplete", "input changed"
+]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,11 @@ class Drift:
     detail: str = ""  # a unified diff, or the reason
 
     def __str__(self) -> str:
+        if self.kind == "input changed":
+            return (
+                f"{self.path}: cause: {self.detail} changed since this folder was compiled "
+                f"(regenerate: {self.regenerate})"
+            )
         head = f"{self.path}: {self.kind} (regenerate: {self.regenerate})"
         return f"{head}\n{self.detail}" if self.detail else head
 
@@ -40,7 +48,7 @@ class CheckReport:
     findings: list[Drift]
 
 
-class _Composers:
+class Composers:
     """One composer per set of user config directories (each composes with its own cache)."""
 
     def __init__(self) -> None:
@@ -63,12 +71,12 @@ def _diff(expected: bytes, actual: bytes, name: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Drift]]:
+def recompile(folder: Path, composers: Composers) -> tuple[Manifest, Compiled] | Drift:
+    """What the folder's manifest compiles to today, or why it cannot be compiled."""
     try:
         manifest = Manifest.read(folder / MANIFEST_NAME)
     except NsysgenError as error:
-        return 0, [Drift(folder, "invalid", "restore the manifest", error.user_message())]
-    regenerate = manifest.command
+        return Drift(folder, "invalid", "restore the manifest", error.user_message())
     # Relative --config-dir paths and training scripts are relative to where the compile ran.
     base = (folder / manifest.root).resolve() if manifest.root else Path.cwd()
     try:
@@ -79,15 +87,31 @@ def check_folder(folder: Path, composers: _Composers) -> tuple[int, list[Drift]]
                 composed, manifest.command, manifest.config_dirs, root=manifest.root
             )
     except NsysgenError as error:
-        return 0, [Drift(folder, "invalid", regenerate, error.user_message())]
-    for source, digest in sorted(compiled.manifest.inputs.items()):
-        if manifest.inputs.get(source) not in (None, digest):
-            findings_detail = f"{source} changed since this folder was compiled"
-            return len(compiled.files) + 1, [
-                Drift(folder, "changed", regenerate, findings_detail),
-                *_compare_all(folder, compiled, manifest, regenerate),
-            ]
-    findings = _compare_all(folder, compiled, manifest, regenerate)
+        return Drift(folder, "invalid", manifest.command, error.user_message())
+    return manifest, compiled
+
+
+def changed_inputs(manifest: Manifest, compiled: Compiled) -> list[str]:
+    """The input files (training scripts, user configs) whose content changed since the
+    folder was compiled: the cause of every difference they make."""
+    return [
+        source
+        for source, digest in sorted(compiled.manifest.inputs.items())
+        if manifest.inputs.get(source) not in (None, digest)
+    ]
+
+
+def check_folder(folder: Path, composers: Composers) -> tuple[int, list[Drift]]:
+    recompiled = recompile(folder, composers)
+    if isinstance(recompiled, Drift):
+        return 0, [recompiled]
+    manifest, compiled = recompiled
+    findings = _compare_all(folder, compiled, manifest, manifest.command)
+    inputs = changed_inputs(manifest, compiled)
+    if inputs and findings:
+        # One line for the cause; the files it changed follow it.
+        cause = Drift(folder, "input changed", manifest.command, ", ".join(inputs))
+        findings = [cause, *findings]
     return len(compiled.files) + 1, findings
 
 
@@ -181,7 +205,7 @@ def _check_sweep_index(index_path: Path) -> list[Drift]:
 def check_output(output_dir: Path) -> CheckReport:
     if not output_dir.is_dir():
         raise NsysgenError(f"error: output_dir {output_dir} does not exist")
-    composers = _Composers()
+    composers = Composers()
     report = CheckReport(folders=0, files=0, findings=[])
     for manifest_path in sorted(output_dir.rglob(MANIFEST_NAME)):
         files, findings = check_folder(manifest_path.parent, composers)
@@ -190,6 +214,13 @@ def check_output(output_dir: Path) -> CheckReport:
         report.findings += findings
     for index_path in sorted(output_dir.rglob(SWEEP_INDEX)):
         report.findings += _check_sweep_index(index_path)
+    if report.folders:
+        state = shared_state(output_dir)
+        if state != "current":
+            report.findings.append(
+                Drift(output_dir / VERIFIER, state, "nsysgen regenerate", "shared by every folder")
+            )
+        report.files += 1
     return report
 
 
@@ -199,9 +230,12 @@ def render_report(report: CheckReport, output_dir: Path) -> str:
             f"nsysgen check: {report.folders} folders, {report.files} files current in {output_dir}"
         )
     lines = [str(finding) for finding in report.findings]
-    count = len(report.findings)
+    causes = [f for f in report.findings if f.kind == "input changed"]
+    count = len(report.findings) - len(causes)
+    stale = len({f.path for f in causes})
+    because = f"; {stale} folder(s) because an input file changed" if causes else ""
     lines.append(
-        f"nsysgen check: {count} problem{'s' if count != 1 else ''} in {output_dir} "
-        "(run the regenerate commands above, or undo the hand edits)"
+        f"nsysgen check: {count} problem{'s' if count != 1 else ''} in {output_dir}{because} "
+        "(nsysgen regenerate rewrites every stale folder; or undo the hand edits)"
     )
     return "\n".join(lines)

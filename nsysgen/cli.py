@@ -51,6 +51,12 @@ VERBS: dict[str, tuple[str, str]] = {
         "working directory, and exit 1 on any difference: changed, edited by hand, missing,\n"
         "orphaned files, changed training scripts, incomplete sweeps.",
     ),
+    "regenerate": (
+        "nsysgen regenerate [--force] [output_dir=DIR]",
+        "Rewrite every folder under DIR (default: generated) that `check` finds stale, from its\n"
+        "own manifest, and print what changed and why. Folders with files edited by hand are\n"
+        "kept (exit 1) unless --force, which overwrites the edits.",
+    ),
     "show": (
         "nsysgen show [--all] [--config-dir DIR]... [OVERRIDE ...]",
         "Print the composed, resolved config as YAML, with the group choices. --all adds each\n"
@@ -98,6 +104,7 @@ class Arguments:
     all: bool = False
     expand: int | None = None
     ranks: tuple[int, int] | None = None
+    force: bool = False
 
 
 # Options each verb accepts, besides -h/--help.
@@ -106,6 +113,7 @@ _FLAGS = {
     "plan": {"--config-dir", "-m", "--json", "--expand", "--ranks"},
     "show": {"--config-dir", "--all"},
     "check": set(),
+    "regenerate": {"--force"},
 }
 
 
@@ -137,7 +145,7 @@ def parse_arguments(argv: Sequence[str]) -> Arguments:
     return args
 
 
-_SWITCHES = {"-m": "multirun", "--json": "json", "--all": "all"}
+_SWITCHES = {"-m": "multirun", "--json": "json", "--all": "all", "--force": "force"}
 _MAX_EXPAND = 1_000_000
 
 
@@ -208,6 +216,7 @@ def help_text(composer: Composer) -> str:
         "  nsysgen plan cluster=p5 cluster.nodes=1000 capture.ranks=one_per_node",
         "  nsysgen show capture=steps",
         "  nsysgen check",
+        "  nsysgen regenerate",
         "",
         "Exit codes: 0 ok, 1 check found differences, 2 invalid input, 3 internal error (a bug).",
     ]
@@ -240,17 +249,31 @@ def _file_counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts[s]} {names.get(s, s)}" for s in order if counts.get(s))
 
 
-def run_check(args: Arguments) -> int:
+def _output_dir(args: Arguments) -> Path:
     output_dir = Path("generated")
     for word in args.overrides:
         if not word.startswith("output_dir="):
-            raise UsageError(f"check takes only output_dir=DIR, not {word}", "check")
+            raise UsageError(f"{args.verb} takes only output_dir=DIR, not {word}", args.verb)
         output_dir = Path(word.split("=", 1)[1])
+    return output_dir
+
+
+def run_check(args: Arguments) -> int:
     from nsysgen.check import check_output, render_report
 
+    output_dir = _output_dir(args)
     report = check_output(output_dir)
     print(render_report(report, output_dir))
     return EXIT_DRIFT if report.findings else EXIT_OK
+
+
+def run_regenerate(args: Arguments) -> int:
+    from nsysgen.regenerate import regenerate_output, render
+
+    output_dir = _output_dir(args)
+    report = regenerate_output(output_dir, args.force)
+    print(render(report, output_dir))
+    return EXIT_DRIFT if report.kept or report.failed else EXIT_OK
 
 
 def run_plan(args: Arguments, composer: Composer) -> int:
@@ -354,6 +377,8 @@ def run(argv: Sequence[str]) -> int:
         return EXIT_OK
     if args.verb == "check":
         return run_check(args)
+    if args.verb == "regenerate":
+        return run_regenerate(args)
     # Looked up on the module, where tests may have stood another Composer in.
     composer_class: type[Composer] = sys.modules[__name__].Composer
     composer = composer_class([Path(d) for d in args.config_dirs])

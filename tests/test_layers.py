@@ -28,6 +28,7 @@ LAYERS = [
             "nsysgen.pipeline",
             "nsysgen.build",
             "nsysgen.check",
+            "nsysgen.regenerate",
             "nsysgen.show",
             "nsysgen.plan_report",
         ],

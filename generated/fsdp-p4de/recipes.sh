@@ -4,10 +4,11 @@
 #
 # Turns the reports of job fsdp-p4de into `nsys recipe` outputs, with nsys 2024.4.1.
 # Usage: recipes.sh [--allow-partial] [--job-id ID] [REPORT_DIR [OUTPUT_DIR]]
-#   First nsysgen-verify.py checks that every report of the job is there and holds what was
-#   asked; a partial set stops here, unless --allow-partial. --job-id: which job (default: the
-#   newest in REPORT_DIR).
-#   REPORT_DIR defaults to /fsx/nsight-reports/fsdp-p4de; OUTPUT_DIR to REPORT_DIR/recipes.
+#   Reads one run: the newest in REPORT_DIR (each run has its folder job<ID>/ there), or
+#   --job-id's, or REPORT_DIR itself when it is one run's folder; other runs are listed, never
+#   read. First nsysgen-verify.py checks that every report of the run is there and holds what
+#   was asked; a partial set stops here, unless --allow-partial.
+#   REPORT_DIR defaults to /fsx/nsight-reports/fsdp-p4de; OUTPUT_DIR to the run's folder/recipes.
 #   NSYS and QDSTRM_IMPORTER override where nsys 2024.4.1 and its importer are.
 #   Each recipe writes OUTPUT_DIR/<recipe>/.
 #   NSYSGEN_RECIPE_MODE=dask-futures runs the recipes' tasks on the Dask cluster at
@@ -31,33 +32,46 @@ while [ "$#" -gt 0 ]; do
   esac
 done
 report_dir=${1:-/fsx/nsight-reports/fsdp-p4de}
-out_dir=${2:-$report_dir/recipes}
+here=$(dirname "$(readlink -f "$0")")
+# nsysgen-verify.py is nsysgen's `verify` (standard library only), so it runs where nsysgen is
+# not installed; it also says which run's folder to read.
+verifier=
+for top in "$here/.." "$here/../.."; do
+  if [ -f "$top/nsysgen-verify.py" ]; then
+    verifier=$(readlink -f "$top/nsysgen-verify.py")
+    break
+  fi
+done
+if [ -z "$verifier" ]; then
+  echo "recipes.sh: no nsysgen-verify.py above $here: copy the generated tree whole (it is at its top), or run nsysgen verify" >&2
+  exit 2
+fi
+run_dir=$(python3 "$verifier" "$here" --reports "$report_dir" "${job_args[@]}" --run-folder)
+out_dir=${2:-$run_dir/recipes}
 shopt -s nullglob
 
 # 1. A report whose import failed is left as .qdstrm, which recipes cannot read: convert it with
 #    the importer of the same nsys version.
-for qdstrm in "$report_dir"/*.qdstrm; do
+for qdstrm in "$run_dir"/*.qdstrm; do
   if [ ! -e "${qdstrm%.qdstrm}.nsys-rep" ]; then
     echo "recipes.sh: converting $qdstrm"
     "$importer" --input-file "$qdstrm"
   fi
 done
-reports=("$report_dir"/*.nsys-rep)
+reports=("$run_dir"/*.nsys-rep)
 if [ "${#reports[@]}" -eq 0 ]; then
-  echo "recipes.sh: no .nsys-rep reports in $report_dir" >&2
+  echo "recipes.sh: no .nsys-rep reports in $run_dir" >&2
   exit 1
 fi
 
-# 2. No analysis over a silently incomplete job. nsysgen-verify.py is nsysgen's `verify`, copied
-#    into this folder (standard library only), so it runs where nsysgen is not installed.
-here=$(dirname "$(readlink -f "$0")")
+# 2. No analysis over a silently incomplete run.
 verified=0
-python3 "$here/nsysgen-verify.py" "$here" --reports "$report_dir" --nsys "$nsys" \
-  --importer "$importer" "${job_args[@]}" || verified=$?
+python3 "$verifier" "$here" --reports "$run_dir" --nsys "$nsys" --importer "$importer" \
+  || verified=$?
 if [ "$verified" -eq 1 ] && [ "$allow_partial" = true ]; then
   echo "recipes.sh: warning: the reports above are incomplete; going on (--allow-partial)" >&2
 elif [ "$verified" -ne 0 ]; then
-  echo "recipes.sh: the job's reports are incomplete (see above); rerun with --allow-partial to analyse them anyway" >&2
+  echo "recipes.sh: the reports of $run_dir are incomplete (see above): pick a complete run with --job-id ID, or rerun with --allow-partial to analyse these anyway" >&2
   exit 1
 fi
 
@@ -94,29 +108,29 @@ else
 fi
 export PATH="$bin:$PATH"
 
-# 4. Every recipe reads all reports of the job.
+# 4. Every recipe reads all reports of the run.
 echo "recipes.sh: nvtx_sum"
-"$nsys" recipe nvtx_sum --input "$report_dir" --output "$out_dir/"nvtx_sum --force-overwrite "${mode[@]}"
+"$nsys" recipe nvtx_sum --input "$run_dir" --output "$out_dir/"nvtx_sum --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: cuda_api_sum"
-"$nsys" recipe cuda_api_sum --input "$report_dir" --output "$out_dir/"cuda_api_sum --force-overwrite "${mode[@]}"
+"$nsys" recipe cuda_api_sum --input "$run_dir" --output "$out_dir/"cuda_api_sum --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: cuda_gpu_kern_sum"
-"$nsys" recipe cuda_gpu_kern_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_kern_sum --force-overwrite "${mode[@]}"
+"$nsys" recipe cuda_gpu_kern_sum --input "$run_dir" --output "$out_dir/"cuda_gpu_kern_sum --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: cuda_gpu_mem_time_sum"
-"$nsys" recipe cuda_gpu_mem_time_sum --input "$report_dir" --output "$out_dir/"cuda_gpu_mem_time_sum --force-overwrite "${mode[@]}"
+"$nsys" recipe cuda_gpu_mem_time_sum --input "$run_dir" --output "$out_dir/"cuda_gpu_mem_time_sum --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: cuda_gpu_time_util_map"
-"$nsys" recipe cuda_gpu_time_util_map --input "$report_dir" --output "$out_dir/"cuda_gpu_time_util_map --force-overwrite "${mode[@]}"
+"$nsys" recipe cuda_gpu_time_util_map --input "$run_dir" --output "$out_dir/"cuda_gpu_time_util_map --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: nvtx_gpu_proj_sum"
-"$nsys" recipe nvtx_gpu_proj_sum --input "$report_dir" --output "$out_dir/"nvtx_gpu_proj_sum --force-overwrite "${mode[@]}"
+"$nsys" recipe nvtx_gpu_proj_sum --input "$run_dir" --output "$out_dir/"nvtx_gpu_proj_sum --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: nccl_sum"
-"$nsys" recipe nccl_sum --input "$report_dir" --output "$out_dir/"nccl_sum --force-overwrite "${mode[@]}"
+"$nsys" recipe nccl_sum --input "$run_dir" --output "$out_dir/"nccl_sum --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: nccl_gpu_time_util_map"
-"$nsys" recipe nccl_gpu_time_util_map --input "$report_dir" --output "$out_dir/"nccl_gpu_time_util_map --force-overwrite "${mode[@]}"
+"$nsys" recipe nccl_gpu_time_util_map --input "$run_dir" --output "$out_dir/"nccl_gpu_time_util_map --force-overwrite "${mode[@]}"
 
 echo "recipes.sh: outputs in $out_dir"

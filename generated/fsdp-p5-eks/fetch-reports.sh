@@ -26,7 +26,18 @@ python3 "$cli" download --output-dir "$dest"
 find "$dest" -mindepth 2 -name '*.nsys-rep' -exec mv -n {} "$dest"/ \;
 ls -l "$dest"
 here=$(dirname "$(readlink -f "$0")")
-check=(python3 "$here/nsysgen-verify.py" "$here" --reports "$dest")
+verifier=
+for top in "$here/.." "$here/../.."; do
+  if [ -f "$top/nsysgen-verify.py" ]; then
+    verifier=$(readlink -f "$top/nsysgen-verify.py")
+    break
+  fi
+done
+if [ -z "$verifier" ]; then
+  echo "fetch-reports.sh: no nsysgen-verify.py above $here: copy the generated tree whole (it is at its top), or run nsysgen verify" >&2
+  exit 2
+fi
+check=(python3 "$verifier" "$here" --reports "$dest")
 if [ -z "${NSYS:-}" ] && ! command -v nsys >/dev/null; then
   echo "fetch-reports.sh: no nsys here (set NSYS=/path/to/nsys to read the reports):" \
     "checking only that every report is there and not empty" >&2

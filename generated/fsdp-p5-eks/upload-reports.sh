@@ -4,6 +4,8 @@
 #
 # Copies the reports of job fsdp-p5-eks and their recipe outputs to s3://example-nsight-reports/fsdp-p5-eks with the AWS CLI.
 # Usage: upload-reports.sh [REPORT_DIR [S3_URI]]   (defaults: /fsx/nsight-reports/fsdp-p5-eks, s3://example-nsight-reports/fsdp-p5-eks)
+#   One run's folder (job<ID>/, as recipes.sh passes) keeps its name there, S3_URI/job<ID>/, so
+#   runs never mix in the bucket either; the report folder keeps its runs' folders.
 # Credentials come from the AWS CLI's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
 # AWS_PROFILE, the instance role), never from this folder. AWS_ENDPOINT_URL sends it to another
 # S3-compatible server; AWS_CLI names another aws executable.
@@ -24,8 +26,12 @@ command -v "$aws" >/dev/null || fail "the AWS CLI ($aws) is not installed"
 bucket=${BASH_REMATCH[1]}
 [ -d "$report_dir" ] || fail "no folder $report_dir"
 shopt -s nullglob
-reports=("$report_dir"/*.nsys-rep)
+reports=("$report_dir"/*.nsys-rep "$report_dir"/job*/*.nsys-rep)
 [ "${#reports[@]}" -gt 0 ] || fail "no .nsys-rep reports in $report_dir"
+run=$(basename "$report_dir")
+if [[ "$run" =~ ^job[0-9]+$ ]]; then
+  dest="$dest/$run"
+fi
 
 # 1. Can we write there? A missing bucket or wrong credentials stop here, before any copy.
 if ! error=$("$aws" s3api head-bucket --bucket "$bucket" 2>&1); then

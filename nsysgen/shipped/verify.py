@@ -29,10 +29,13 @@ EXIT_OK = 0
 EXIT_INCOMPLETE = 1
 EXIT_BAD_INPUT = 2
 EXPECT_FILE = "nsysgen-expect.json"
-EXPECT_FORMAT = 2
-# Per-job records in the report folder: job<ID>/nodes (written by job.sbatch) and
-# job<ID>/task<N>/ (nsys's TMPDIR, where a report being written when nsys was killed stays).
+EXPECT_FORMAT = 3
+# Slurm: each run (job) writes its reports into a folder of its own, job<ID>/ in the report
+# folder, so that runs never mix. Records of the run, in its folder: .nsysgen/nodes (written
+# by job.sbatch) and .nsysgen/task<N>/ (nsys's TMPDIR, where a report being written when nsys
+# was killed stays).
 STATE_DIR = ".nsysgen"
+RUN_FOLDER = re.compile(r"job([0-9]+)")
 NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
 NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
 # The step helper's mark: the step's number, the optimizer's class and index in its process.
@@ -169,47 +172,96 @@ def _stem(path: Path) -> str:
     return path.name[: -len(path.suffix)]
 
 
-def _job_ids(expect: dict[str, Any], report_dir: Path, files: list[Path]) -> set[str]:
-    """Job ids in the report names (through nsys's own -o pattern, one match per file), and in
-    the job records job.sbatch leaves under .nsysgen/."""
-    ids: set[str] = set()
-    generic = re.compile(expect["generic_regex"]) if expect["generic_regex"] else None
-    for path in files:
-        match = generic.fullmatch(_stem(path)) if generic else None
-        job = match.groupdict().get("SLURM_JOB_ID") if match else None
-        if job and job.isdigit():
-            ids.add(job)
-    state = report_dir / STATE_DIR
-    if state.is_dir():
-        ids |= {p.name[3:] for p in state.glob("job*") if p.name[3:].isdigit()}
-    return ids
+def _job_of(expect: dict[str, Any], path: Path) -> str | None:
+    """The job id in a report's name, through nsys's own -o pattern."""
+    generic = expect["generic_regex"]
+    match = re.fullmatch(generic, _stem(path)) if generic else None
+    job = match.groupdict().get("SLURM_JOB_ID") if match else None
+    return job if job and job.isdigit() else None
 
 
-def _infer_job_id(
-    expect: dict[str, Any], report_dir: Path, files: list[Path], notes: list[str]
-) -> str:
-    ids = _job_ids(expect, report_dir, files)
-    if not ids:
-        raise BadInput(
-            f"no report or job record of job {expect['job']} in {report_dir}: pass "
-            "--job-id ID (and --reports DIR if the reports are elsewhere)"
-        )
-    newest = max(ids, key=int)
-    if len(ids) > 1:
-        notes.append(
-            f"several jobs in {report_dir} ({', '.join(sorted(ids, key=int))}): checked the "
-            f"newest, {newest}; pass --job-id for another"
-        )
-    return newest
+def _job_ids(expect: dict[str, Any], files: list[Path]) -> set[str]:
+    return {job for job in (_job_of(expect, path) for path in files) if job}
 
 
-def _node_names(expect: dict[str, Any], report_dir: Path, job_id: str | None) -> dict[int, str]:
-    names: dict[int, str] = {}
-    nodes_file = report_dir / STATE_DIR / f"job{job_id}" / "nodes"
-    if job_id and nodes_file.is_file():
-        lines = nodes_file.read_text(encoding="utf-8").split()
-        names = dict(enumerate(lines))
-    return names
+def runs_in(report_dir: Path) -> dict[str, Path]:
+    """The run folders (job<ID>/) in a report folder, by job id."""
+    runs = {}
+    for path in report_dir.iterdir():
+        match = RUN_FOLDER.fullmatch(path.name)
+        if match and path.is_dir():
+            runs[match.group(1)] = path
+    return runs
+
+
+@dataclass
+class Run:
+    """The one run a check reads: its folder and its Slurm job id (None: not a Slurm job)."""
+
+    folder: Path
+    job_id: str | None
+    others: dict[str, Path] = field(default_factory=dict)  # the other runs, by job id
+
+
+def select_run(expect: dict[str, Any], reports: Path, job_id: str | None) -> Run:
+    """The run to check in `reports`: the report folder (its runs' folders job<ID>/ are in
+    it), one run's folder, or a folder of reports copied without their run folder. Without
+    --job-id, the newest run (highest job id); the others are listed, never read."""
+    if not reports.is_dir():
+        raise BadInput(f"report folder {reports} does not exist (pass --reports DIR)")
+    if job_id is not None and not job_id.isdigit():
+        raise BadInput(f"--job-id {job_id}: not a Slurm job id (allowed: digits)")
+    runs = runs_in(reports) if expect["run_folders"] else {}
+    own = RUN_FOLDER.fullmatch(reports.name)
+    if runs:
+        if job_id is not None and job_id not in runs:
+            raise BadInput(
+                f"--job-id {job_id}: no run of it in {reports} (runs there: {_listing(runs)})"
+            )
+        chosen = job_id or max(runs, key=int)
+        others = {k: v for k, v in runs.items() if k != chosen}
+        return Run(runs[chosen], chosen, others)
+    if own and expect["run_folders"]:
+        if job_id is not None and job_id != own.group(1):
+            raise BadInput(f"--job-id {job_id}: {reports} is the folder of job {own.group(1)}")
+        return Run(reports, own.group(1))
+    if job_id is None and expect["job_in_name"]:
+        ids = _job_ids(expect, _report_files(reports))
+        if not ids:
+            raise BadInput(
+                f"no report or run of job {expect['job']} in {reports}: pass --reports DIR "
+                "(the report folder, or one run's folder job<ID>) or --job-id ID"
+            )
+        job_id = max(ids, key=int)
+    return Run(reports, job_id)
+
+
+def _listing(runs: dict[str, Path]) -> str:
+    return ", ".join(f"job {job}" for job in sorted(runs, key=int))
+
+
+def _other_runs_note(expect: dict[str, Any], run: Run) -> str | None:
+    """One line on the runs not checked, with their report counts: what --job-id can pick."""
+    if not run.others:
+        return None
+    wanted = sum(1 for _ in expected_reports(expect))
+    counts = [
+        f"job {job} ({len({_stem(p) for p in _report_files(run.others[job])})} of {wanted} reports)"
+        for job in sorted(run.others, key=int)
+    ]
+    newest = all(int(job) < int(run.job_id or 0) for job in run.others)
+    which = f"the newest run, job {run.job_id}" if newest else f"job {run.job_id}"
+    return (
+        f"checked {which}; other runs here, not read: {', '.join(counts)} "
+        "(pass --job-id ID to check one)"
+    )
+
+
+def _node_names(run_dir: Path) -> dict[int, str]:
+    nodes_file = run_dir / STATE_DIR / "nodes"
+    if nodes_file.is_file():
+        return dict(enumerate(nodes_file.read_text(encoding="utf-8").split()))
+    return {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -709,21 +761,27 @@ def _teardown_cause(folder: Path | None, job_id: str | None) -> str | None:
 
 def verify(
     expect: dict[str, Any],
-    report_dir: Path,
+    reports: Path,
     job_id: str | None = None,
     nsys: str | None = None,
     importer: str | None = None,
     folder: Path | None = None,
     presence_only: bool = False,
 ) -> Result:
-    if not report_dir.is_dir():
-        raise BadInput(f"report folder {report_dir} does not exist (pass --reports DIR)")
+    run = select_run(expect, reports, job_id)
+    report_dir, job_id = run.folder, run.job_id
     files = _report_files(report_dir)
-    notes: list[str] = []
-    if job_id is None and expect["job_in_name"]:
-        job_id = _infer_job_id(expect, report_dir, files, notes)
-    if job_id is not None and not job_id.isdigit():
-        raise BadInput(f"--job-id {job_id}: not a Slurm job id")
+    notes = [note for note in [_other_runs_note(expect, run)] if note]
+    # Reports of other jobs in the same folder (copied or fetched together) are not this run's:
+    # they are named, never checked, and never make this run incomplete.
+    foreign = [p for p in files if job_id and _job_of(expect, p) not in (None, job_id)]
+    if foreign:
+        jobs = sorted({_job_of(expect, p) or "" for p in foreign}, key=int)
+        notes.append(
+            f"{len(foreign)} report file(s) of other jobs in {report_dir} ({', '.join(jobs)}), "
+            "not read"
+        )
+        files = [p for p in files if p not in foreign]
     tools = find_tools(expect, nsys, importer)
     if tools.nsys is None and not presence_only:
         raise BadInput(
@@ -735,7 +793,7 @@ def verify(
     wanted = expect["nsys_version"]
     if tools.version and not tools.version.startswith(wanted):
         notes.append(f"reports read with nsys {tools.version}; the setup's is {wanted}")
-    nodes = _node_names(expect, report_dir, job_id)
+    nodes = _node_names(report_dir)
     teardown = _teardown_cause(folder, job_id)
     claimed: set[Path] = set()
     findings = []
@@ -754,7 +812,7 @@ def verify(
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
         findings.append(finding)
     _blame_missing_tasks(findings)
-    findings.extend(_extras(expect, [p for p in files if p not in claimed], job_id))
+    findings.extend(_extras(expect, [p for p in files if p not in claimed]))
     return Result(expect["job"], job_id, str(report_dir), wanted, findings, notes)
 
 
@@ -816,7 +874,7 @@ def _salvage(
     """Convert a .qdstrm left by a killed nsys (in the report folder, or in the task's temp dir
     under .nsysgen/) into the report; None if there is none or it does not convert."""
     salvage = qdstrms[:1]
-    state = report_dir / STATE_DIR / f"job{job_id}" / f"task{entry['task']}"
+    state = report_dir / STATE_DIR / f"task{entry['task']}"
     if not salvage and state.is_dir():
         salvage = sorted(state.rglob("*.qdstrm"))[:1]
     if not salvage:
@@ -901,7 +959,7 @@ def _check_one(
     return finding
 
 
-def _extras(expect: dict[str, Any], files: list[Path], job_id: str | None) -> list[Finding]:
+def _extras(expect: dict[str, Any], files: list[Path]) -> list[Finding]:
     findings = []
     generic = expect["generic_regex"]
     for path in files:
@@ -912,11 +970,7 @@ def _extras(expect: dict[str, Any], files: list[Path], job_id: str | None) -> li
         finding = Finding(label="extra", node="", status="extra", report=path.name)
         match = re.fullmatch(generic, _stem(path)) if generic else None
         values = {k: v for k, v in (match.groupdict() if match else {}).items() if v}
-        other_job = values.get("SLURM_JOB_ID")
-        if match and other_job and job_id and other_job != job_id:
-            finding.problems.append(f"a report of another job ({other_job})")
-            finding.causes.append("left from an earlier run in the same report folder")
-        elif match:
+        if match:
             who = values.get("SLURM_PROCID") or values.get("SLURM_NODEID") or "?"
             finding.node = values.get("SLURMD_NODENAME", "")
             finding.problems.append(f"task {who} recorded but should not")
@@ -989,10 +1043,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
         "folder", type=Path, nargs="?", help=f"the generated folder (with {EXPECT_FILE})"
     )
     parser.add_argument("--reports", type=Path, help="report folder (default: the setup's)")
-    parser.add_argument("--job-id", help="Slurm job id (default: inferred from the reports)")
+    parser.add_argument("--job-id", help="the run to check (default: the newest)")
     parser.add_argument("--nsys", help="nsys to read reports with (default: $NSYS, the setup's)")
     parser.add_argument("--importer", help="QdstrmImporter (default: $QDSTRM_IMPORTER, setup's)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--run-folder",
+        action="store_true",
+        help="print the folder of the run that would be checked (the newest, or --job-id's) "
+        "and exit: what recipes.sh and analyze.sbatch read",
+    )
     parser.add_argument(
         "--presence-only",
         action="store_true",
@@ -1006,6 +1066,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
     try:
         expect = load_expect(folder / EXPECT_FILE)
         report_dir = args.reports or Path(expect["report_dir"])
+        if args.run_folder:
+            print(select_run(expect, report_dir, args.job_id).folder)
+            return EXIT_OK
         result = verify(
             expect,
             report_dir,

@@ -19,10 +19,11 @@ from nsysgen.model import Config
 from nsysgen.output.render import ArtifactSpec
 from nsysgen.profile.plan import ProfilePlan, Scheduler
 from nsysgen.profile.workloads import marks_steps, workload_kind
-from nsysgen.resources import PACKAGE_DIR
 from nsysgen.shipped.verify import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
 
-VERIFY_SCRIPT = "nsysgen-verify.py"
+# The folder of one run in the report folder, where a target has job ids (Slurm): runs never
+# mix, and every verb reads one run's folder.
+RUN_FOLDER = "job%q{SLURM_JOB_ID}"
 # Window captures: how far the recorded length may differ from capture.duration (at least).
 WINDOW_TOLERANCE_S = 2.0
 _NSYS_PLACEHOLDER = re.compile(r"%q\{([^}]*)\}|%[hpn%]|%\{[^}]*\}|\{[A-Z_]+\}")
@@ -103,7 +104,9 @@ def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> dict[s
         "nsys": config.nsys_path,
         "importer": config.importer_path,
         "report_dir": capture.report_dir,
-        "job_in_name": bool(plan.recorded) and "<jobid>" in plan.recorded[0].report,
+        "job_in_name": bool(plan.recorded)
+        and "<jobid>" in posixpath.basename(plan.recorded[0].report),
+        "run_folders": posixpath.basename(posixpath.dirname(template)) == RUN_FOLDER,
         "reports": _report_groups(config, plan, target),
         "generic_regex": generic_regex(posixpath.basename(template)),
         "capture": {
@@ -129,11 +132,8 @@ def _step_ranges(config: Config) -> dict[str, Any] | None:
 
 
 def verify_files(config: Config, plan: ProfilePlan, target: Scheduler) -> list[ArtifactSpec]:
-    """nsysgen-verify.py (nsysgen's verify, standalone) and what it expects of this job."""
-    source = (PACKAGE_DIR / "shipped" / "verify.py").read_text(encoding="utf-8")
+    """What nsysgen-verify.py (one copy at the output root: nsysgen/output/shared.py) expects
+    of this job."""
     data = {"_generated": f"{_HEADER} From `nsysgen plan`.", **expectations(config, plan, target)}
     text = json.dumps(data, indent=1, sort_keys=True)
-    return [
-        ArtifactSpec(VERIFY_SCRIPT, "common/nsysgen-verify.py.j2", {"source": source}, True),
-        ArtifactSpec(EXPECT_FILE, "common/raw.j2", {"text": text}),
-    ]
+    return [ArtifactSpec(EXPECT_FILE, "common/raw.j2", {"text": text})]

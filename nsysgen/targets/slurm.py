@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from nsysgen.profile.teardown import sbatch_options as teardown_options
 from nsysgen.profile.teardown import write_seconds
 from nsysgen.profile.workloads import SITE_DIR, LaunchShell, program, typed_block
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
-from nsysgen.targets.expect import verify_files
+from nsysgen.targets.expect import RUN_FOLDER, verify_files
 
 WRAPPER = "nsys-exec"
 # What torchrun (one per node) reads from the job; head_node is set by job.sbatch.
@@ -70,9 +71,11 @@ class SlurmSettings(TargetSettings):
 
 
 def report_output(config: Config) -> str:
-    """The -o value: unique per job, rank and node; nsys appends .nsys-rep."""
+    """The -o value: unique per job, rank and node, in the run's own folder (job<ID>/ in the
+    report folder, so that runs never mix); nsys appends .nsys-rep."""
     suffix = _PER_GPU_SUFFIX if config.workload.launch == "per_gpu" else _PER_NODE_SUFFIX
-    return nsys_cmd.report_path(config, f"{config.job.name}{suffix}")
+    folder, name = posixpath.split(nsys_cmd.report_path(config, f"{config.job.name}{suffix}"))
+    return f"{folder}/{RUN_FOLDER}/{name}"
 
 
 def _task_env(config: Config, task: int, node: int, local: int) -> dict[str, str]:
@@ -304,6 +307,7 @@ def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "python": config.analysis.python,
             "nsys": config.nsys_path,
             "report_dir": config.capture.report_dir,
+            "nccl_tests": config.workload.kind == "nccl",
         },
     )
 

@@ -30,22 +30,24 @@ def lay_out(tmp_path: Path, setup: str) -> tuple[Path, Path]:
     """The setup's folder (its nsysgen-expect.json) and report folder as the job left them."""
     folder, reports = tmp_path / setup, tmp_path / "reports" / setup
     folder.mkdir(parents=True)
-    reports.mkdir(parents=True)
     expect = json.loads((DATA / f"{setup}.expect.json").read_text())
-    expect["report_dir"] = str(reports)
+    # Recorded by the nsysgen of that run (format 2): the same job in today's layout, where
+    # each run has its own folder job<ID>/ in the report folder.
+    expect.update(report_dir=str(reports), format=3, run_folders=True)
     (folder / "nsysgen-expect.json").write_text(json.dumps(expect))
     (export,) = DATA.glob(f"{setup}_job*.sqlite.xz")
-    sqlite_file = reports / export.name.removesuffix(".xz")
+    job_id = export.name.split("_job")[1].split("_")[0]
+    run = reports / f"job{job_id}"
+    (run / ".nsysgen").mkdir(parents=True)
+    sqlite_file = run / export.name.removesuffix(".xz")
     sqlite_file.write_bytes(lzma.decompress(export.read_bytes()))
     # The report itself stays on the device (its export holds what verify reads); a stand-in
     # of the report's name, older than its export, as after `nsys export`.
     report = sqlite_file.with_suffix(".nsys-rep")
     report.write_text("the report's SQLite export is next to it\n")
     os.utime(report, (1, 1))
-    job_id = sqlite_file.name.split("_job")[1].split("_")[0]
-    state = reports / ".nsysgen" / f"job{job_id}"
-    state.mkdir(parents=True)
-    (state / "nodes").write_text("gpunode1\n")  # what job.sbatch wrote (scontrol show hostnames)
+    # What job.sbatch wrote (scontrol show hostnames).
+    (run / ".nsysgen" / "nodes").write_text("gpunode1\n")
     return folder, reports
 
 
@@ -88,7 +90,7 @@ def test_verify_finds_a_step_without_its_optimizer_step(
 ) -> None:
     """The DDP report holds both ranks (one session per node): one rank's step 4 loses its mark."""
     folder, reports = lay_out(tmp_path, "ddp-hook")
-    (sqlite_file,) = reports.glob("*.sqlite")
+    (sqlite_file,) = reports.glob("job*/*.sqlite")
     with sqlite3.connect(sqlite_file) as db:
         marks = db.execute(
             "SELECT e.rowid, e.globalTid FROM NVTX_EVENTS e LEFT JOIN StringIds s "

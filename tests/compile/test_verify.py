@@ -142,7 +142,7 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "does not exist" in capsys.readouterr().err
     (tmp_path / "r").mkdir()
     assert main([str(tmp_path), "--reports", str(tmp_path / "r")]) == 2
-    assert "no report or job record of job" in capsys.readouterr().err
+    assert "no report or run of job" in capsys.readouterr().err
 
 
 def teardown(*overrides: str) -> dict[str, str]:
