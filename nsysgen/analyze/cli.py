@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nsysgen.analyze import record as analyze_record
-from nsysgen.analyze import steps_cli
+from nsysgen.analyze import runs, steps_cli
 from nsysgen.analyze.map import (
     Progress,
     Task,
@@ -22,6 +22,7 @@ from nsysgen.analyze.nccl import (
 )
 from nsysgen.analyze.plot import require_matplotlib
 from nsysgen.analyze.reduce import reduce
+from nsysgen.analyze.runs import Run
 from nsysgen.errors import EXIT_INVALID
 
 
@@ -34,7 +35,15 @@ def _parser() -> argparse.ArgumentParser:
             "regression gate (summary.json)."
         ),
     )
-    parser.add_argument("reports", type=Path, help="a folder of .nsys-rep/.sqlite, or one file")
+    parser.add_argument(
+        "reports",
+        type=Path,
+        help="a run's folder of .nsys-rep/.sqlite, a report folder of runs (job<ID>/), or one file",
+    )
+    parser.add_argument(
+        "--job-id",
+        help="the run to read, of several (default: the newest); other runs are never mixed in",
+    )
     parser.add_argument("--nsys", help="nsys used to export .nsys-rep (default: $NSYS, PATH)")
     parser.add_argument("--output", type=Path, help="default: REPORTS/analysis")
     parser.add_argument(
@@ -65,15 +74,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _output(args: argparse.Namespace) -> Path:
+def _output(args: argparse.Namespace, run: Run) -> Path:
     """The output folder, once every input is checked: a failure must not leave CSVs or fresh
     exports behind."""
-    if not args.reports.exists():
-        raise AnalyzeError(f"{args.reports}: no such file or folder")
     log = args.nccl_tests_log
     if log is not None and not log.is_file():
         raise AnalyzeError(f"--nccl-tests-log {log}: no such file")
-    base = args.reports if args.reports.is_dir() else args.reports.parent
+    base = run.path if run.path.is_dir() else run.path.parent
     out: Path = args.output or base / "analysis"
     if out.exists() and not out.is_dir():
         raise AnalyzeError(f"--output {out}: exists and is not a folder")
@@ -92,10 +99,13 @@ def run_analyze(argv: Sequence[str]) -> int:
         # --help (0) and argparse's usage errors (2) end here: an exit code, as every verb
         # returns, rather than an exception through main().
         return exc.code if isinstance(exc.code, int) else EXIT_INVALID
-    out = _output(args)
+    run = runs.select(args.reports, args.job_id)
+    out = _output(args, run)
+    for note in run.notes:
+        print(note)
     log = args.nccl_tests_log
     reference = parse_nccl_tests_log(log) if log is not None else {}
-    tasks = plan_tasks(args.reports, args.nsys)
+    tasks = plan_tasks(run.path, args.nsys, run.only)
     if all(task.cached is not None for task in tasks):
         replayed = analyze_record.replay(out, _run_key(args, tasks))
         if replayed is not None:
@@ -105,7 +115,7 @@ def run_analyze(argv: Sequence[str]) -> int:
             return code
     where = Where(args.workers, args.scheduler_file, args.scheduler, args.serial)
     reduced = map_reports(tasks, where, Progress(len(tasks)))
-    outcome = reduce(reduced, steps_cli.options(args, reference), out)
+    outcome = reduce(reduced, steps_cli.options(args, reference, run.label()), out)
     for line in outcome.lines:
         print(line)
     if all(result_key(task) is not None for task in tasks):

@@ -163,11 +163,14 @@ def save_reduced(source: Path, key: dict[str, Any], reduced: Reduced) -> None:
         partial.unlink(missing_ok=True)
 
 
-def plan_tasks(path: Path, nsys: str | None) -> list[Task]:
-    """A task per report at `path`, in name order; finds nsys only where an export is due."""
+def plan_tasks(path: Path, nsys: str | None, only: str | None = None) -> list[Task]:
+    """A task per report at `path` (with `only`: whose name holds job id `only`), in name
+    order; finds nsys only where an export is due."""
     tasks = []
     tool: str | None = None
     for report, export in report_sources(path):
+        if only is not None and f"_job{only}_" not in f"{(report or export or path).stem}_":
+            continue
         if report is None:
             assert export is not None
             result = reduced_key(None, export, None)

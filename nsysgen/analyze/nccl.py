@@ -180,25 +180,36 @@ def _payload_size(blob: bytes | str | None, offsets: dict[int, int]) -> int | No
     return int(struct.unpack_from("<Q", data, start + field)[0])
 
 
-def parse_nccl_tests_log(path: Path) -> dict[int, float]:
-    """size (bytes) -> out-of-place time (us), from the result table nccl-tests prints."""
+# A line of `srun --label` output starts with its task id: "0: ".
+_TASK_LABEL = re.compile(r"^\s*\d+:\s")
+
+
+def parse_nccl_tests_log(path: Path) -> dict[int, tuple[float, float | None]]:
+    """size (bytes) -> (out-of-place time in us, bus bandwidth in GB/s), from the result table
+    nccl-tests prints (size count type redop root time algbw busbw #wrong ...), also in a job
+    log whose lines carry srun's task labels."""
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise AnalyzeError(f"--nccl-tests-log {path}: {exc.strerror or exc}") from None
-    times = {}
+    rows: dict[int, tuple[float, float | None]] = {}
     for line in text.splitlines():
-        fields = line.split()
+        fields = _TASK_LABEL.sub("", line).split()
         if len(fields) >= 6 and fields[0].isdigit() and fields[1].isdigit():
             try:
-                times[int(fields[0])] = float(fields[5])
+                time_us = float(fields[5])
             except ValueError:
                 continue
-    if not times:
+            try:
+                busbw: float | None = float(fields[7])
+            except (IndexError, ValueError):
+                busbw = None
+            rows[int(fields[0])] = (time_us, busbw)
+    if not rows:
         raise AnalyzeError(
             f"{path}: no nccl-tests result rows (size count type redop root time ...) found"
         )
-    return times
+    return rows
 
 
 def human_size(size: int) -> str:

@@ -11,7 +11,9 @@ import json
 import math
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from nsysgen import __version__
 from nsysgen.analyze.nccl import AnalyzeError, NcclCall, human_size
@@ -102,41 +104,80 @@ class Plots:
         partial.replace(target)
 
 
-def plot_op(op: str, calls: list[NcclCall], reference_us: dict[int, float], out: Path) -> Path:
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
+    return plt
+
+
+def new_figure(
+    title: str,
+    label: str,
+    size: tuple[float, float],
+    rows: int = 1,
+    columns: int = 1,
+    sharex: bool = False,
+) -> tuple[Any, list[Any]]:
+    """A figure on a constrained layout (titles, colour bars and outside legends get their room;
+    nothing is clipped), titled, with what it shows (job, run, report count) under the title."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(
+        rows, columns, figsize=size, squeeze=False, sharex=sharex, layout="constrained"
+    )
+    figure.suptitle(f"{title}\n{label}" if label else title, fontsize=10)
+    return figure, list(axes.flat)
+
+
+def save(build: Callable[[], Any], target: Path) -> Path:
+    figure = build()
+    figure.savefig(target, dpi=110)
+    _pyplot().close(figure)
+    return target
+
+
+def durations_figure(
+    op: str, calls: list[NcclCall], reference_us: dict[int, float], label: str = ""
+) -> Any:
     by_size: dict[int | None, list[float]] = {}
     for call in calls:
         by_size.setdefault(call.size_bytes, []).append(call.duration_ns / 1000)
     sizes = sorted(by_size, key=lambda s: -1 if s is None else s)
     columns = min(3, len(sizes))
     rows = math.ceil(len(sizes) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.4 * rows), squeeze=False)
-    for axis, size in zip(axes.flat, sizes, strict=False):
+    figure, axes = new_figure(
+        f"{op}: spread of GPU kernel time per call, by message size",
+        label,
+        (5 * columns, 3.4 * rows + 1.2),
+        rows,
+        columns,
+    )
+    from matplotlib.ticker import MaxNLocator
+
+    referenced = False
+    for axis, size in zip(axes, sizes, strict=False):
         values = by_size[size]
-        label = "no size (outside a sized NVTX range)" if size is None else human_size(size)
+        name = "size unknown" if size is None else human_size(size)
         axis.hist(values, bins=min(30, max(5, len(values) // 2)), color="#4c72b0")
-        axis.set_title(f"{label} ({len(values)} calls)")
+        axis.set_title(f"{name} ({len(values)} calls)", fontsize=9)
         axis.set_xlabel("GPU kernel time per call (µs)")
         axis.set_ylabel("calls")
         axis.yaxis.set_major_locator(MaxNLocator(integer=True))
         if size is not None and size in reference_us:
-            axis.axvline(
-                reference_us[size],
-                color="#c44e52",
-                linewidth=2,
-                label=f"nccl-tests: {reference_us[size]:.1f} µs",
-            )
-            axis.legend(loc="upper right", fontsize=8)
-    for axis in list(axes.flat)[len(sizes) :]:
+            axis.axvline(reference_us[size], color="#c44e52", linewidth=2,
+                         label=None if referenced else "nccl-tests' own time")  # fmt: skip
+            referenced = True
+    for axis in axes[len(sizes) :]:
         axis.set_visible(False)
-    figure.suptitle(f"{op}: spread of GPU kernel time per call, by message size")
-    figure.tight_layout()
+    if referenced:
+        figure.legend(loc="outside lower center", fontsize=8)
+    return figure
+
+
+def plot_op(
+    op: str, calls: list[NcclCall], reference_us: dict[int, float], out: Path, label: str = ""
+) -> Path:
     target = out / f"nccl_{op}_durations.png"
-    figure.savefig(target, dpi=110)
-    plt.close(figure)
-    return target
+    return save(partial(durations_figure, op, calls, reference_us, label), target)

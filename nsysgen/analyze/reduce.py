@@ -31,7 +31,9 @@ class Options:
     baseline: Path | None = None
     regression_threshold: float = 10.0
     regression_min_ms: float = 0.1
-    reference: tuple[tuple[int, float], ...] = ()  # nccl-tests' own time per size (us)
+    # nccl-tests' own figures per size: (bytes, time in us, bus bandwidth in GB/s or None).
+    reference: tuple[tuple[int, float, float | None], ...] = ()
+    label: str = ""  # what the figures and summary.json show: job, run and report count
 
 
 @dataclass(frozen=True)
@@ -51,16 +53,16 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     summary = summarise(calls)
     written = write_csvs(calls, summary, out)
     plots = Plots(out)
-    reference = dict(options.reference)
+    reference = {size: time_us for size, time_us, _ in options.reference}
     for op in sorted({c.op for c in calls}):
         op_calls = [c for c in calls if c.op == op]
-        drawn = plots.draw(
+        durations = plots.draw(
             f"nccl_{op}_durations.png",
-            [op, op_calls, sorted(reference.items())],
-            partial(plot_op, op, op_calls, reference, out),
+            [op, op_calls, sorted(reference.items()), options.label],
+            partial(plot_op, op, op_calls, reference, out, options.label),
         )
-        assert drawn is not None
-        written.append(drawn)
+        assert durations is not None
+        written.append(durations)
     if not calls:
         lines.append(f"no NCCL kernels in {len(reduced)} report(s): nothing to plot")
     for row in summary:
@@ -75,9 +77,16 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     stragglers = find(ranks, lateness, thresholds)
     world = options.world_size or max(1, len(ranks))
     names = [r.name for r in reduced]
-    steps_summary = build(ranks, lateness, stragglers, calls, thresholds, world, names)
+    given = options.world_size is not None
+    steps_summary = build(
+        ranks, lateness, stragglers, calls, thresholds, world, names, given, options.label,
+        options.reference,
+    )  # fmt: skip
+    lines += [f"limit: {text}" for text in steps_summary["limits"]]
     written += write(steps_summary, out)
-    written += draw_all(steps_summary, calls, out, plots)
+    drawn, skipped = draw_all(steps_summary, calls, out, plots)
+    written += drawn
+    lines += skipped
     stepped = [t for t in ranks if t.steps]
     steps = sorted({row.step for t in stepped for row in t.steps})
     if stepped:

@@ -76,8 +76,9 @@ def _figures(summary: Summary) -> dict[str, tuple[float, str, bool]]:
         if pooled[key]:
             out[f"all ranks median {label}"] = (statistics.median(pooled[key]), "ms", False)
     for row in summary.get("nccl_by_size", []):
-        name = f"{row['op']} {row['size']} bus bandwidth"
-        out[name] = (float(row["busbw_GBps"]), "GB/s", True)
+        if row["busbw_GBps"] is not None:
+            name = f"{row['op']} {row['size']} bus bandwidth"
+            out[name] = (float(row["busbw_GBps"]), "GB/s", True)
     return out
 
 

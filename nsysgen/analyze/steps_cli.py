@@ -72,14 +72,20 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise AnalyzeError(f"--world-size {args.world_size}: must be at least 1")
 
 
-def options(args: argparse.Namespace, reference: dict[int, float]) -> Options:
-    """The reduction's options from the parsed arguments (and the nccl-tests log's times)."""
+def options(
+    args: argparse.Namespace,
+    reference: dict[int, tuple[float, float | None]],
+    label: str = "",
+) -> Options:
+    """The reduction's options from the parsed arguments (and the nccl-tests log's times, and
+    what the figures name as their source)."""
     return Options(
+        label=label,
         straggler_min_ms=args.straggler_min_ms,
         straggler_min_percent=args.straggler_min_percent,
         world_size=args.world_size,
         baseline=args.baseline,
         regression_threshold=args.regression_threshold,
         regression_min_ms=args.regression_min_ms,
-        reference=tuple(sorted(reference.items())),
+        reference=tuple((size, *figures) for size, figures in sorted(reference.items())),
     )

@@ -70,7 +70,7 @@ class SizeEntry(TypedDict):
     calls: int
     median_us: float
     algbw_GBps: float
-    busbw_GBps: float
+    busbw_GBps: float | None  # None: it cannot be computed (one rank known; see "limits")
 
 
 class _SummaryKeys(TypedDict):
@@ -84,17 +84,19 @@ class _SummaryKeys(TypedDict):
     ranks: list[RankEntry]
     stragglers: list[Straggler]
     nccl_by_size: list[SizeEntry]
+    # What the figures cannot say, and why, in words: never a number that is silently wrong.
+    limits: list[str]
 
 
 class Summary(_SummaryKeys, total=False):
-    world_size_note: str  # only where one rank is known (bandwidth is then per rank)
+    label: str  # the job, run and report count the analysis read
+    # nccl-tests' own figures from its log: [bytes, time in us, bus bandwidth in GB/s or None].
+    nccl_tests: list[tuple[int, float, float | None]]
 
 
 def bus_factor(op: str, world: int) -> float:
     """nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md there), from the operation name."""
     name = op.lower().replace("_", "")
-    if world < 2:
-        return 1.0  # one rank known: algorithm bandwidth (see summary["world_size_note"])
     if "allreduce" in name:
         return 2 * (world - 1) / world
     if any(k in name for k in ("allgather", "reducescatter", "alltoall")):
@@ -119,7 +121,7 @@ def nccl_by_size(calls: list[NcclCall], world: int) -> list[SizeEntry]:
                 "calls": len(durations),
                 "median_us": round(median_ns / 1000, 3),
                 "algbw_GBps": round(algbw, 3),
-                "busbw_GBps": round(algbw * bus_factor(op, world), 3),
+                "busbw_GBps": round(algbw * bus_factor(op, world), 3) if world > 1 else None,
             }
         )
     return rows
@@ -160,6 +162,9 @@ def build(
     thresholds: Thresholds,
     world: int,
     reports: list[str],
+    world_given: bool = False,
+    label: str = "",
+    reference: tuple[tuple[int, float, float | None], ...] = (),
 ) -> Summary:
     first = min((row.step for t in ranks for row in t.steps), default=None)
     rank_entries: list[RankEntry] = []
@@ -197,12 +202,41 @@ def build(
         "ranks": rank_entries,
         "stragglers": stragglers,
         "nccl_by_size": nccl_by_size(calls, world),
+        "limits": limits(calls, len(ranks), world, world_given),
     }
-    if world < 2:
-        summary["world_size_note"] = (
-            "one rank known: busbw_GBps is the algorithm bandwidth (pass --world-size)"
-        )
+    if label:
+        summary["label"] = label
+    if reference:
+        summary["nccl_tests"] = list(reference)
     return summary
+
+
+def limits(calls: list[NcclCall], ranks: int, world: int, world_given: bool) -> list[str]:
+    """What cannot be computed from these reports, or holds only under an assumption."""
+    found = []
+    unsized = sum(1 for call in calls if not call.size_bytes)
+    if unsized:
+        found.append(
+            f"bandwidth of {unsized} of {len(calls)} NCCL call(s) not computed: their message "
+            "size is unknown (no NCCL payload in the export, nor a sized NVTX range around "
+            "them)"
+        )
+    if calls and world < 2:
+        found.append(
+            "bus bandwidth not computed: one rank known (pass --world-size, the job's rank "
+            "count); algbw_GBps is per call"
+        )
+    elif calls and not world_given:
+        found.append(
+            f"bus bandwidth assumes the job had {world} ranks, the ones recorded (pass "
+            "--world-size if it had more)"
+        )
+    if world_given and 0 < ranks < world:
+        found.append(
+            f"{ranks} of {world} ranks recorded: stragglers and per-step figures are among "
+            "those only (a rank not recorded can be late unseen)"
+        )
+    return found
 
 
 def write(summary: Summary, out: Path) -> list[Path]:

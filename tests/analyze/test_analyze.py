@@ -83,7 +83,10 @@ def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
 
     log = tmp_path / "log"
     log.write_text(NCCL_TESTS_LOG)
-    assert parse_nccl_tests_log(log) == {1024: 14.2, 134217728: 470.1}
+    assert parse_nccl_tests_log(log) == {1024: (14.2, 0.07), 134217728: (470.1, 285.51)}
+    # The job's own log, as srun --label writes it: the task id before every line.
+    log.write_text("".join(f"0: {line}\n" for line in NCCL_TESTS_LOG.splitlines()))
+    assert parse_nccl_tests_log(log) == {1024: (14.2, 0.07), 134217728: (470.1, 285.51)}
     log.write_text("nothing here\n")
     with pytest.raises(AnalyzeError):
         parse_nccl_tests_log(log)
@@ -244,7 +247,7 @@ def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
     """Drawing takes most of a run; these tests are about which calls are read."""
     from nsysgen.analyze import reduce as analyze_reduce
 
-    def skip(op: str, _calls: object, _reference: object, out: Path) -> Path:
+    def skip(op: str, _calls: object, _reference: object, out: Path, _label: str = "") -> Path:
         return out / f"nccl_{op}_durations.png"
 
     monkeypatch.setattr(analyze_reduce, "plot_op", skip)

@@ -9,18 +9,19 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nsysgen.analyze import map as analyze_map
+from nsysgen.analyze import plot as analyze_plot
 from nsysgen.analyze import record as analyze_record
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze.map import Task, reduced_file
 from nsysgen.analyze.reduce import Outcome, reduce
 from nsysgen.analyze.report import Reduced
-from nsysgen.analyze.summary import StepField, Summary
 from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
 from tests.conftest import REPO, RunCli
 
@@ -78,8 +79,9 @@ def test_cached_run_imports_neither_dask_nor_matplotlib_and_writes_the_same(
 ) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
+    # One run: the NCCL exports named as ranks 2 and 3 of the stepped job.
     for rank in range(2):
-        shutil.copy(GPU_SQLITE, reports / f"job_rank{rank}.sqlite")
+        shutil.copy(GPU_SQLITE, reports / f"s17-hiccup_job3_rank{rank + 2}.sqlite")
     for export in STEPPED:
         shutil.copy(export, reports)
     probe = (
@@ -102,7 +104,7 @@ def test_cached_run_imports_neither_dask_nor_matplotlib_and_writes_the_same(
     assert len(list(reports.glob("*.nsysgen-reduced.json"))) == 4
     written = {p.name: p.stat().st_mtime_ns for p in first.glob("*.png")}
     assert sorted(written) == [
-        "heatmap_exposed_comm.png", "heatmap_step.png", "nccl_ncclAllReduce_by_size.png",
+        "heatmap_lateness.png", "nccl_ncclAllReduce_by_size.png",
         "nccl_ncclAllReduce_durations.png", "rank_breakdown.png",
     ]  # fmt: skip
     # The second run: every result and every plot from the cache, no cluster, no matplotlib.
@@ -187,13 +189,13 @@ def test_a_plot_is_drawn_again_when_edited_removed_or_its_data_changed(
     reports = stepped_reports(tmp_path)
     out = tmp_path / "out"
     drawn: list[str] = []
-    real = analyze_steps_plot.heatmap
+    real = analyze_plot.save
 
-    def counted(summary: Summary, field: StepField, title: str, folder: Path) -> Path | None:
-        drawn.append(field)
-        return real(summary, field, title, folder)
+    def counted(build: Callable[[], Any], target: Path) -> Path:
+        drawn.append(target.name)
+        return real(build, target)
 
-    monkeypatch.setattr(analyze_steps_plot, "heatmap", counted)
+    monkeypatch.setattr(analyze_steps_plot, "save", counted)
 
     def run(*extra: str) -> dict[str, bytes]:
         result = run_cli("analyze", str(reports), "--serial", "--output", str(out), *extra)
@@ -201,15 +203,18 @@ def test_a_plot_is_drawn_again_when_edited_removed_or_its_data_changed(
         return outputs(out)
 
     first = run()
-    assert drawn == ["step_ms", "exposed_comm_ms"]
-    assert run() == first and len(drawn) == 2
-    (out / "heatmap_step.png").write_bytes(b"edited")
-    (out / "heatmap_exposed_comm.png").unlink()
+    pictures = sorted(drawn)
+    assert {"heatmap_lateness.png", "rank_breakdown.png"} <= set(pictures), pictures
+    assert run() == first and len(drawn) == len(pictures)
+    edited, removed = pictures[0], pictures[-1]
+    (out / edited).write_bytes(b"edited")
+    (out / removed).unlink()
     assert run() == first
-    assert drawn[2:] == ["step_ms", "exposed_comm_ms"]
-    # Other thresholds: another summary, so both heatmaps are drawn again.
+    assert sorted(drawn[len(pictures) :]) == sorted({edited, removed})
+    # Other thresholds: another summary, so every picture is drawn again.
+    before = len(drawn)
     run("--straggler-min-ms", "500")
-    assert drawn[4:] == ["step_ms", "exposed_comm_ms"]
+    assert sorted(drawn[before:]) == pictures
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import sqlite3
 import statistics
 import struct
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +23,7 @@ import pytest
 
 from nsysgen.analyze import steps_plot as analyze_steps_plot
 from nsysgen.analyze import stragglers
+from nsysgen.analyze.plot import save
 from nsysgen.analyze.report import read_export
 from nsysgen.analyze.summary import Summary
 from tests.conftest import REPO, CliResult
@@ -149,7 +151,7 @@ def test_stragglers_from_nccl_kernel_durations(
         9.0 if s in late_steps else 0.0 for s in range(1, 6)
     ]
     assert rank0[2]["exposed_comm_ms"] == (11.0 if 2 in late_steps else 2.0)
-    for name in ("steps.csv", "ranks.csv", "stragglers.csv", "heatmap_step.png"):
+    for name in ("steps.csv", "ranks.csv", "stragglers.csv", "heatmap_lateness.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     rows = list(csv.DictReader((tmp_path / "out" / "steps.csv").read_text().splitlines()))
     assert len(rows) == 12 and rows[0]["source"] == "gpu"
@@ -286,7 +288,15 @@ def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
         {
             "rank": rank,
             "steps": [
-                {"step": s, "step_ms": 10.0 + (rank == 7), "source": "gpu"} for s in range(1000)
+                {
+                    "step": s,
+                    "step_ms": 10.0 + (rank == 7),
+                    "source": "gpu",
+                    "exposed_comm_ms": 1.0,
+                    "late_ms": float(rank == 7),
+                    "wait_ms": float(rank != 7),
+                }
+                for s in range(1000)
             ],
             "medians_without_first_step": {
                 "compute_busy_ms": 8.0,
@@ -300,10 +310,10 @@ def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
     ]
     summary = cast(Summary, {"ranks": ranks})
     for picture in (
-        analyze_steps_plot.heatmap(summary, "step_ms", "Step time", tmp_path),
-        analyze_steps_plot.rank_bars(summary, tmp_path),
+        save(partial(analyze_steps_plot.exposed_figure, summary), tmp_path / "exposed.png"),
+        save(partial(analyze_steps_plot.lateness_figure, summary), tmp_path / "late.png"),
+        save(partial(analyze_steps_plot.breakdown_figure, summary), tmp_path / "bars.png"),
     ):
-        assert picture is not None
         width, height = struct.unpack(">II", picture.read_bytes()[16:24])  # the PNG's IHDR
         assert width <= 16 * 110 and height <= 10 * 110, (picture.name, width, height)
 

@@ -65,9 +65,9 @@ def profiled(local_cluster: LocalCluster, nsys_2023: Path) -> Profiled:
         "capture.trace=[nvtx]", "capture.ranks=all", "capture.recipes=[nvtx_sum]",
         "analysis.nodes=2", "analysis.workers_per_node=2", f"analysis.python={sys.executable}",
     )  # fmt: skip
-    code, _, log = local_cluster.sbatch_wait(folder)
+    code, job_id, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
-    reports = local_cluster.shared_fs / "nsight-reports" / NAME
+    reports = local_cluster.shared_fs / "nsight-reports" / NAME / f"job{job_id}"
     assert len(list(reports.glob("*.nsys-rep"))) == 4
     return Profiled(folder, reports)
 

@@ -94,7 +94,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     [compiled] = [p for p in out.iterdir() if p.is_dir()]
     recipes = (compiled / "recipes.sh").read_text()
-    assert '"$(dirname "$0")/upload-reports.sh" "$report_dir"' in recipes
+    assert '"$here/upload-reports.sh" "$run_dir"' in recipes
     return compiled
 
 
@@ -139,15 +139,15 @@ def listing(env: dict[str, str], prefix: str) -> list[str]:
 def test_upload_lists_and_reruns_idempotently(
     folder: Path, s3: dict[str, str], tmp_path: Path
 ) -> None:
-    local = reports(tmp_path / "reports")
+    local = reports(tmp_path / "reports" / "job41")
     first = upload(folder, s3, str(local))
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip().endswith(f"object(s) in {URI}")
+    assert first.stdout.strip().endswith(f"object(s) in {URI}/job41")
     expected = [
-        "runs/fsdp/.nsysgen-upload-complete",
-        "runs/fsdp/job_rank0.nsys-rep",
-        "runs/fsdp/job_rank1.nsys-rep",
-        "runs/fsdp/recipes/nccl_sum/nccl_sum.parquet",
+        "runs/fsdp/job41/.nsysgen-upload-complete",
+        "runs/fsdp/job41/job_rank0.nsys-rep",
+        "runs/fsdp/job41/job_rank1.nsys-rep",
+        "runs/fsdp/job41/recipes/nccl_sum/nccl_sum.parquet",
     ]
     assert listing(s3, "runs/fsdp/") == expected  # no .venv
     size = aws(s3, "s3api", "head-object", "--bucket", BUCKET, "--key", expected[2])
@@ -156,6 +156,11 @@ def test_upload_lists_and_reruns_idempotently(
     assert again.returncode == 0, again.stderr
     assert "upload:" not in again.stdout + again.stderr  # nothing copied twice
     assert listing(s3, "runs/fsdp/") == expected
+    # The next run (recipes.sh passes each run's folder) lands beside it, never over it.
+    second = upload(folder, s3, str(reports(tmp_path / "reports" / "job42")))
+    assert second.returncode == 0, second.stderr
+    after = listing(s3, "runs/fsdp/")
+    assert after[:4] == expected and [k.split("/")[2] for k in after[4:]] == ["job42"] * 4
 
 
 def test_missing_bucket_is_a_clear_error(folder: Path, s3: dict[str, str], tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def test_selected_ranks_record_exactly_the_nvtx_window(
         assert marker["under_nsys"] is (rank in recorded), (rank, marker)
         assert marker["parent"] == ("nsys-launcher" if rank in recorded else "slurmstepd")
 
-    report_dir = local_cluster.shared_fs / "nsight-reports" / name
+    report_dir = local_cluster.shared_fs / "nsight-reports" / name / f"job{job_id}"
     expected = {
         f"{name}_job{job_id}_rank{rank}_node{rank // 8}_{NODE_OF[rank]}.nsys-rep"
         for rank in recorded
@@ -136,7 +136,8 @@ def test_window_capture_records_a_slice_and_the_job_keeps_running(
     assert code == 0, log
     # --duration with --kill=none: the recorded rank finished all its steps too.
     assert {m["steps_done"] for m in markers(folder).values()} == {30}
-    reports = list((local_cluster.shared_fs / "nsight-reports" / name).glob("*.nsys-rep"))
+    run = local_cluster.shared_fs / "nsight-reports" / name / f"job{job_id}"
+    reports = list(run.glob("*.nsys-rep"))
     assert [r.name for r in reports] == [f"{name}_job{job_id}_rank9_node1_node2.nsys-rep"]
     steps = [int(row[0].split()[1]) for row in nvtx_ranges(nsys_2023, reports[0])]
     # A 2 s window of a 6 s run: a contiguous run of steps, none from the start or the end.
@@ -193,7 +194,7 @@ def test_recipes_script_converts_leftover_qdstrm_and_runs_recipes(
     finally:
         link.symlink_to(target)
     assert code == 0, log
-    report_dir = local_cluster.shared_fs / "nsight-reports" / name
+    report_dir = local_cluster.shared_fs / "nsight-reports" / name / f"job{job_id}"
     stems = {f"{name}_job{job_id}_rank{r}_node{r // 8}_{NODE_OF[r]}" for r in (0, 8)}
     assert {p.stem for p in report_dir.glob("*.qdstrm")} == stems
     assert not list(report_dir.glob("*.nsys-rep"))
@@ -274,9 +275,9 @@ def test_analyze_reads_the_cpu_reports_of_a_job(
         "capture.ranks=[0,8]",
         "capture.trace=[nvtx,osrt]",
     )
-    code, _, log = local_cluster.sbatch_wait(folder)
+    code, job_id, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
-    report_dir = local_cluster.shared_fs / "nsight-reports" / name
+    report_dir = local_cluster.shared_fs / "nsight-reports" / name / f"job{job_id}"
     result = run_cli("analyze", str(report_dir), "--nsys", str(nsys_2023))
     assert result.code == 0, result.err
     # CPU reports hold no NCCL kernels: the exports are made, the tables are empty.

@@ -32,7 +32,7 @@ def test_cpu_reports_name_the_sleeping_rank(
     )  # fmt: skip
     code, job_id, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
-    reports = local_cluster.shared_fs / "nsight-reports" / name
+    reports = local_cluster.shared_fs / "nsight-reports" / name / f"job{job_id}"
     out = reports / "analysis"
     result = run_cli("analyze", str(reports), "--nsys", str(nsys_2023), "--output", str(out))
     assert result.code == 0, result.err

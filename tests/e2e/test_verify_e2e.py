@@ -98,7 +98,7 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
     # fixed time from RUNNING: on a loaded machine nsys can take longer than that to start.
     cancel = submitted["vf-cancel"]
     capture_dirs = [
-        cancel.reports / ".nsysgen" / f"job{cancel.job_id}" / f"task{t}" for t in (0, 2)
+        cancel.reports / f"job{cancel.job_id}" / ".nsysgen" / f"task{t}" for t in (0, 2)
     ]
     capturing_since: float | None = None
     cancelled = False
@@ -132,17 +132,18 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
 
 
 def verify(job: Job, *extra: str) -> subprocess.CompletedProcess[str]:
-    """The folder's own standalone nsysgen-verify.py, as recipes.sh runs it."""
+    """The standalone nsysgen-verify.py (one copy above the folders), as recipes.sh runs it."""
     return subprocess.run(
-        [sys.executable, str(job.folder / "nsysgen-verify.py"), str(job.folder), *extra],
+        [sys.executable, str(job.folder.parent / "nsysgen-verify.py"), str(job.folder), *extra],
         capture_output=True,
         text=True,
     )
 
 
 def copy_reports(job: Job, tmp_path: Path) -> Path:
-    copy = tmp_path / "reports"
-    shutil.copytree(job.reports, copy)
+    """A copy of the job's run folder (job<ID>/), as a user copies one run elsewhere."""
+    copy = tmp_path / "reports" / f"job{job.job_id}"
+    shutil.copytree(job.reports / f"job{job.job_id}", copy)
     return copy
 
 
@@ -183,9 +184,10 @@ def test_stray_reports_are_flagged(jobs: dict[str, Job], tmp_path: Path) -> None
     print(proc.stdout)
     assert proc.returncode == 1, proc.stdout + proc.stderr + job.context()
     assert "problem: task 1 recorded but should not" in proc.stdout
-    assert "problem: a report of another job (999999)" in proc.stdout
+    # Another job's report is that job's, not this run's: named, never read or counted.
+    assert "1 report file(s) of other jobs" in proc.stdout and "(999999), not read" in proc.stdout
     assert "problem: not a report name of this setup" in proc.stdout
-    assert "verify: INCOMPLETE: 0 of 2 reports missing or wrong, 3 unexpected" in proc.stdout, (
+    assert "verify: INCOMPLETE: 0 of 2 reports missing or wrong, 2 unexpected" in proc.stdout, (
         proc.stdout + job.context()
     )
 
@@ -217,7 +219,7 @@ def test_cancelled_mid_capture_keeps_its_reports_and_says_what_is_lost(
     assert "likely cause: the program ended (or the job was stopped) before the window" in (
         proc.stdout
     )
-    assert len(list(job.reports.glob("*.nsys-rep"))) == 2
+    assert len(list((job.reports / f"job{job.job_id}").glob("*.nsys-rep"))) == 2
 
 
 def test_time_limit_signal_lets_nsys_write_the_report(jobs: dict[str, Job]) -> None:
