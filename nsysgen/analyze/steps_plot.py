@@ -141,7 +141,7 @@ def breakdown_figure(summary: Summary) -> Any:
     axis.set_xticks(*_ticks(labels))
     axis.set_xlabel("rank")
     axis.set_ylabel("median per step (ms)")
-    figure.legend(loc="outside lower center", ncols=4, fontsize=8)
+    figure.legend(loc="outside lower center", ncols=2, fontsize=8)
     return figure
 
 

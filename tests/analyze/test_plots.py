@@ -1,0 +1,127 @@
+"""The pictures of `nsysgen analyze`, drawn from real reports' exports (H200, nsys 2025.3.1):
+nothing drawn outside the figure, no legend over the data, the series each must show, every
+figure naming its job, run and report count, and a figure of zeros not drawn (with why)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsysgen.analyze import steps_plot
+from nsysgen.analyze.nccl import NcclCall
+from nsysgen.analyze.plot import durations_figure
+from nsysgen.analyze.summary import Summary
+from tests.conftest import REPO, RunCli
+
+pytestmark = pytest.mark.slow
+DATA = REPO / "tests" / "data" / "gpu"
+# nccl-tests' table as srun --label writes it into the job log (sizes of the NCCL export).
+LOG = "".join(
+    f"0: {size:12d} {size // 4:12d} float sum -1 {time:8.2f} {size / time / 1e3:7.2f} "
+    f"{bus:7.2f} 0 {time:8.2f} 1.0 1.0 0\n"
+    for size, time, bus in [(1024, 14.2, 0.07), (1 << 20, 14.0, 74.9), (128 << 20, 470.1, 285.5)]
+)
+
+
+def analysed(tmp_path: Path, run_cli: RunCli, sources: list[Path], *extra: str) -> Path:
+    reports, out = tmp_path / "r", tmp_path / "out"
+    reports.mkdir()
+    for source, name in sources:  # type: ignore[misc]
+        shutil.copy(source, reports / name)
+    result = run_cli("analyze", str(reports), "--serial", "--output", str(out), *extra)
+    assert result.code == 0, result.err
+    return out
+
+
+def summary_and_calls(out: Path) -> tuple[Summary, list[NcclCall]]:
+    summary: Summary = json.loads((out / "summary.json").read_text())
+    with (out / "nccl_calls.csv").open() as handle:
+        calls = [
+            NcclCall(r["report"], r["op"], int(r["size_bytes"]) if r["size_bytes"] else None,
+                     r["kernel"], int(r["start_ns"]), round(float(r["duration_us"]) * 1000))
+            for r in csv.DictReader(handle)
+        ]  # fmt: skip
+    return summary, calls
+
+
+def check_layout(figure: Any, label: str) -> list[str]:
+    """Every text inside the figure, no legend over an axes, the label under the title; the
+    legend labels, for the series checks."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    # What is drawn (matplotlib's own bound of every visible artist) lies in the figure (in
+    # inches: the tight box's unit).
+    drawn = figure.get_tightbbox(renderer)
+    width, height = figure.get_size_inches()
+    assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01, drawn
+    assert drawn.x1 <= width + 0.01 and drawn.y1 <= height + 0.01, (drawn, width, height)
+    labels = []
+    for legend in figure.legends:
+        extent = legend.get_window_extent(renderer)
+        for axes in figure.axes:
+            if axes.get_visible() and axes.get_label() != "<colorbar>":
+                assert not extent.overlaps(axes.get_window_extent(renderer)), axes.get_title()
+        labels += [t.get_text() for t in legend.get_texts()]
+    assert all(not axes.get_legend() for axes in figure.axes), "a legend inside the axes"
+    assert figure.get_suptitle().endswith(f"\n{label}")
+    return labels
+
+
+def test_nccl_figures_show_both_bandwidths_and_name_their_run(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    (tmp_path / "log").write_text(LOG)
+    sources = [(DATA / "nccl-allreduce-blobs.sqlite", "ar_job7_rank0.sqlite")]
+    out = analysed(tmp_path, run_cli, sources, "--world-size", "2",  # type: ignore[arg-type]
+                   "--nccl-tests-log", str(tmp_path / "log"))  # fmt: skip
+    summary, calls = summary_and_calls(out)
+    label = "job ar, run 7, 1 report(s)"
+    assert summary["label"] == label
+    sizes = steps_plot.sizes_figure("ncclAllReduce", calls, summary)
+    assert check_layout(sizes, label) == [
+        "median call (nsys report)",
+        "bus bandwidth, nsysgen (2 ranks)",
+        "bus bandwidth, nccl-tests log",
+    ]
+    spread = durations_figure("ncclAllReduce", calls, {1024: 14.2, 1 << 20: 14.0}, label)
+    assert check_layout(spread, label) == ["nccl-tests' own time"]
+    # No steps in an nccl-tests report: the per-step pictures are not drawn, and say why.
+    reasons = {name: why for name, _, why in steps_plot.figures(summary, calls)}
+    assert reasons["heatmap_lateness.png"] == "lateness needs two ranks or more"
+    assert reasons["nccl_ncclAllReduce_by_size.png"] is None
+    assert not (out / "heatmap_lateness.png").exists()
+
+
+def test_step_figures_show_the_late_rank_and_skip_zeros(tmp_path: Path, run_cli: RunCli) -> None:
+    sources = [(p, p.name) for p in sorted((DATA / "steps17").glob("s17-hiccup_*.sqlite"))]
+    out = analysed(tmp_path, run_cli, sources)  # type: ignore[arg-type]
+    summary, calls = summary_and_calls(out)
+    label = "job s17-hiccup, run 3, 2 report(s)"
+    late = steps_plot.lateness_figure(summary)
+    check_layout(late, label)
+    titles = [axes.get_title() for axes in late.axes if axes.get_label() != "<colorbar>"]
+    assert titles[:2] == [
+        "late: the others waited this long for the rank (ms)",
+        "wait: the rank waited this long for the others (ms)",
+    ]
+    # The late cell is the straggler's: rank 0's step 14 (the device run's planted hiccup).
+    image = late.axes[0].images[0].get_array()
+    steps = sorted({s["step"] for s in summary["ranks"][0]["steps"]})
+    row, column = divmod(int(image.argmax()), len(steps))
+    assert (summary["ranks"][row]["rank"], steps[column]) == (0, 14)
+    bars = steps_plot.breakdown_figure(summary)
+    assert check_layout(bars, label) == [
+        "compute kernels", "exposed communication", "memcpy/memset only", "GPU idle"
+    ]  # fmt: skip
+    # Its exposed communication is 0 ms everywhere: that heatmap is not drawn, and why is said.
+    assert not (out / "heatmap_exposed_comm.png").exists()
+    assert (out / "heatmap_lateness.png").is_file() and (out / "rank_breakdown.png").is_file()
+    reasons = {name: why for name, _, why in steps_plot.figures(summary, calls)}
+    assert reasons["heatmap_exposed_comm.png"] == (
+        "every step's exposed communication is 0 ms (or not measured)"
+    )
