@@ -55,6 +55,8 @@ class Cluster:
     slurm_gres: bool
     slurm_mpi: str | None
     env: tuple[tuple[str, str], ...]
+    nvlink_GBps: float | None = None  # NVLink bandwidth per GPU and direction
+    efa_Gbps: float | None = None  # EFA bandwidth of a node, all its devices
 
     @property
     def world_size(self) -> int:
@@ -201,7 +203,7 @@ def from_dict(
         workload=workload_from(
             workload, workload_settings[workload["kind"]](workload[workload["kind"]])
         ),
-        capture=capture_from(data["capture"]),
+        capture=capture_from(data["capture"], workload["kind"]),
         target=TargetConfig(name=target["name"], settings=target_settings[target["name"]](target)),
         nsight=nsight_from(data["nsight"]),
         job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
@@ -231,6 +233,8 @@ def cluster_from(c: Block) -> Cluster:
         slurm_gres=c["slurm"]["gres"],
         slurm_mpi=c["slurm"]["mpi"],
         env=tuple(sorted(c["env"].items())),
+        nvlink_GBps=c.get("network", {}).get("nvlink_GBps"),
+        efa_Gbps=c.get("network", {}).get("efa_Gbps"),
     )
 
 
@@ -246,7 +250,19 @@ def workload_from(w: Block, settings: WorkloadSettings) -> Workload:
     )
 
 
-def capture_from(cap: Block) -> Capture:
+# capture.delay/duration `auto`, per workload kind: nccl-tests run for seconds, so their window
+# opens at once and lasts to their end; training skips its start-up and records a minute.
+AUTO_WINDOW: dict[str, tuple[int, int]] = {"nccl": (2, 0)}
+AUTO_WINDOW_TRAINING = (30, 60)
+
+
+def _window_value(value: Any, kind: str, index: int) -> int | None:
+    if value != "auto":
+        return value  # type: ignore[no-any-return]
+    return AUTO_WINDOW.get(kind, AUTO_WINDOW_TRAINING)[index]
+
+
+def capture_from(cap: Block, kind: str = "") -> Capture:
     ranks = cap["ranks"]
     return Capture(
         mode=cap["mode"],
@@ -261,8 +277,8 @@ def capture_from(cap: Block) -> Capture:
         recipes=cap["recipes"] if cap["recipes"] == "auto" else tuple(cap["recipes"]),
         pace_kernels=tuple(cap["pace_kernels"]),
         extra_args=tuple(cap["extra_args"]),
-        delay=cap.get("delay"),
-        duration=cap.get("duration"),
+        delay=_window_value(cap.get("delay"), kind, 0),
+        duration=_window_value(cap.get("duration"), kind, 1),
         first_step=cap.get("first_step"),
         last_step=cap.get("last_step"),
         step_method=cap.get("step_method"),

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from nsysgen.model import Config
+from nsysgen.profile import nccl_run
 from nsysgen.profile.analysis_job import analysis_job, human_seconds
 from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Finding, enabled
@@ -75,6 +76,7 @@ def as_dict(
         "window": plan.window,
         "steps": dict(plan.steps),
         "window_end_s": plan.window_end_s,
+        "nccl_tests_run_s": _run_seconds(config),
         "time_limit_s": plan.time_limit_s,
         "reports": reports,
         "bytes_per_report": plan.size.bytes_per_report,
@@ -144,6 +146,7 @@ def as_table(
             ),
         ),
         ("window", f"{plan.window}; ends at {end}; job time limit {plan.time_limit_s} s"),
+        *([("nccl-tests run", run.text())] if (run := nccl_run.estimate(config)) else []),
         *plan.steps,
         (
             "reports",
@@ -214,3 +217,11 @@ def sweep_table(rows: list[tuple[str, Config, ProfilePlan, list[Finding]]]) -> s
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def _run_seconds(config: Config) -> dict[str, float] | None:
+    """nccl-tests' estimated run length (nsysgen.profile.nccl_run), for the JSON plan."""
+    run = nccl_run.estimate(config)
+    if run is None:
+        return None
+    return {"estimate": round(run.seconds, 1), "at_half_bandwidth": round(run.slow_seconds, 1)}

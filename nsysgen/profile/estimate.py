@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 from nsysgen.model import Config
+from nsysgen.profile import nccl_run
 
 _CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
 # Seconds assumed for a capture whose length the config does not fix.
@@ -37,6 +38,13 @@ def captured_seconds(config: Config) -> tuple[float, str]:
         return float(capture.duration), f"{capture.duration} s window"
     if capture.mode == "window":
         rest = config.job.time_limit_min * 60 - capture.delay_s
+        run = nccl_run.estimate(config)
+        if run is not None and run.slow_seconds - capture.delay_s < rest:
+            left = max(0.0, run.slow_seconds - capture.delay_s)
+            return left, (
+                f"{left:.0f} s: from the delay to nccl-tests' end at half the estimated bus "
+                "bandwidth (the nccl-tests run `nsysgen plan` shows)"
+            )
         return float(rest), f"up to {rest} s (delay to the job's time limit)"
     if capture.mode == "steps":
         steps = (capture.last_step or 0) - (capture.first_step or 0) + 1

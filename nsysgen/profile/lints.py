@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config, Severity
 from nsysgen.patching.step_args import step_limit
+from nsysgen.profile import nccl_run
 from nsysgen.profile.overhead import THRESHOLD_PERCENT
 from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.secrets import find_secrets
@@ -278,6 +279,20 @@ def _steps_past_the_run(config: Config, plan: ProfilePlan) -> Iterator[tuple[str
         )
 
 
+def _window_after_nccl_tests(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    run = nccl_run.estimate(config)
+    if config.capture.mode != "window" or run is None:
+        return
+    if config.capture.delay_s >= run.slow_seconds:
+        yield (
+            "capture.delay",
+            f"the window opens {config.capture.delay_s} s after launch, but nccl-tests are "
+            f"estimated to end by {run.slow_seconds:.0f} s (run {run.text()}): the report "
+            "would hold none of the test (allowed: capture.delay below "
+            f"{run.slow_seconds:.0f}, or auto)",
+        )
+
+
 CORE_LINTS: tuple[Lint, ...] = (
     Lint(
         "NSG001",
@@ -387,6 +402,14 @@ CORE_LINTS: tuple[Lint, ...] = (
         "--train-iters, trainer.max_steps, ...) or raise that limit",
         "error",
         _steps_past_the_run,
+    ),
+    Lint(
+        "NSG018",
+        "a window that opens after nccl-tests have ended (by nsysgen's run-length estimate)",
+        "set capture.delay=auto (2 s) or below the run length `nsysgen plan` shows, or run "
+        "more iterations (workload.nccl.iterations)",
+        "error",
+        _window_after_nccl_tests,
     ),
 )
 

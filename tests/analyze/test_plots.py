@@ -28,10 +28,10 @@ LOG = "".join(
 )
 
 
-def analysed(tmp_path: Path, run_cli: RunCli, sources: list[Path], *extra: str) -> Path:
+def analysed(tmp_path: Path, run_cli: RunCli, sources: list[tuple[Path, str]], *extra: str) -> Path:
     reports, out = tmp_path / "r", tmp_path / "out"
     reports.mkdir()
-    for source, name in sources:  # type: ignore[misc]
+    for source, name in sources:
         shutil.copy(source, reports / name)
     result = run_cli("analyze", str(reports), "--serial", "--output", str(out), *extra)
     assert result.code == 0, result.err
@@ -77,7 +77,7 @@ def test_nccl_figures_show_both_bandwidths_and_name_their_run(
 ) -> None:
     (tmp_path / "log").write_text(LOG)
     sources = [(DATA / "nccl-allreduce-blobs.sqlite", "ar_job7_rank0.sqlite")]
-    out = analysed(tmp_path, run_cli, sources, "--world-size", "2",  # type: ignore[arg-type]
+    out = analysed(tmp_path, run_cli, sources, "--world-size", "2",
                    "--nccl-tests-log", str(tmp_path / "log"))  # fmt: skip
     summary, calls = summary_and_calls(out)
     label = "job ar, run 7, 1 report(s)"
@@ -99,7 +99,7 @@ def test_nccl_figures_show_both_bandwidths_and_name_their_run(
 
 def test_step_figures_show_the_late_rank_and_skip_zeros(tmp_path: Path, run_cli: RunCli) -> None:
     sources = [(p, p.name) for p in sorted((DATA / "steps17").glob("s17-hiccup_*.sqlite"))]
-    out = analysed(tmp_path, run_cli, sources)  # type: ignore[arg-type]
+    out = analysed(tmp_path, run_cli, sources)
     summary, calls = summary_and_calls(out)
     label = "job s17-hiccup, run 3, 2 report(s)"
     late = steps_plot.lateness_figure(summary)

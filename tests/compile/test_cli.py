@@ -56,6 +56,7 @@ def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli: RunCli) -> None:
         "cluster=p4de",
         "capture=window",
         "capture.delay=5",
+        "capture.duration=60",
         f"output_dir={tmp_path}",
     )
     assert result.code == 0, result.err

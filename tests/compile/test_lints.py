@@ -93,6 +93,11 @@ CASES = {
         [*STEPS, "capture.first_step=100", "capture.last_step=104"],
         [*STEPS, "capture.first_step=95", "capture.last_step=99"],
     ),
+    # The default nccl-tests (8 B..2 GiB, 2 x p5) run ~8 s, ~11 s at half the bus bandwidth.
+    "NSG018": (
+        ["workload=nccl", "capture=window", "capture.delay=30"],
+        ["workload=nccl", "capture=window", "capture.delay=5"],
+    ),
 }
 
 

@@ -44,7 +44,7 @@ INTERPOLATION = {
     "pattern": rf"^{_TEXT}(\$\{{[a-z_]+(\.[a-z_]+)*\}}{_TEXT})+$",
 }
 # Words a numeric key's description names its unit with.
-UNITS = re.compile(r"\b(seconds|minutes|bytes|count|port number|line number|factor)\b")
+UNITS = re.compile(r"\b(seconds|minutes|bytes|bits|count|port number|line number|factor)\b")
 
 Schema = dict[str, Any]
 

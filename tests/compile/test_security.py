@@ -18,7 +18,7 @@ from nsysgen.output.manifest import MANIFEST_NAME
 from tests.conftest import CliResult
 
 Run = Callable[..., CliResult]
-SWEEP = ["-m", "capture.delay=10,20", "job.name=sw"]
+SWEEP = ["-m", "capture.delay=1,2", "job.name=sw"]
 
 
 def test_tampered_sweep_index_cannot_delete_outside(tmp_path: Path, run_cli: Run) -> None:

@@ -94,7 +94,12 @@ def test_invalid_points_are_all_reported_and_nothing_is_written(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
     result = run_cli(
-        "-m", "capture.ranks=[0],[20]", "capture.delay=10,7200", f"output_dir={tmp_path}"
+        "-m",
+        "workload=fsdp",
+        "capture.ranks=[0],[20]",
+        "capture.delay=10,7200",
+        "capture.duration=60",
+        f"output_dir={tmp_path}",
     )
     assert result.code == 2
     assert result.err.splitlines() == [

@@ -23,14 +23,14 @@ INVALID = {
         ],
     ),
     "window-past-time-limit": (
-        ["capture.delay=300", "capture.duration=120", "job.time_limit_min=6"],
+        ["workload=fsdp", "capture.delay=300", "capture.duration=120", "job.time_limit_min=6"],
         [
             "capture.duration: [NSG003] the window ends 420 s after launch (delay 300 + duration 120), after "
             "the job's time limit of 360 s (job.time_limit_min=6) (allowed: delay + duration <= 360)"
         ],
     ),
     "delay-past-time-limit": (
-        ["capture.delay=600", "capture.duration=0", "job.time_limit_min=10"],
+        ["workload=fsdp", "capture.delay=600", "capture.duration=0", "job.time_limit_min=10"],
         [
             "capture.delay: [NSG003] the window opens 600 s after launch, at or after the job's time limit of "
             "600 s (allowed: delay < 600)"
@@ -145,7 +145,7 @@ INVALID = {
     ),
     "schema-wrong-type": (
         ["capture.delay=soon"],
-        ["capture.delay: 'soon' has the wrong type (allowed: integer)"],
+        ["capture.delay: 'soon' is not allowed (allowed: a whole number of seconds >= 0, or auto)"],
     ),
     "fsdp-per-gpu": (
         ["workload=fsdp", "workload.launch=per_gpu"],
@@ -170,7 +170,12 @@ INVALID = {
 # Configs right next to the invalid ones, which must compile.
 VALID = {
     "rank-at-world-edge": ["capture.ranks=[0,15]", *LOCAL],
-    "window-at-time-limit": ["capture.delay=300", "capture.duration=60", "job.time_limit_min=6"],
+    "window-at-time-limit": [
+        "workload=fsdp",
+        "capture.delay=300",
+        "capture.duration=60",
+        "job.time_limit_min=6",
+    ],
     "efa-on-p4de": ["cluster=p4de", "capture.efa_metrics=true", "nsight=2024.4.1"],
     "gpu-metrics-2025": ["capture.gpu_metrics=true", "nsight=2025.3.1"],
     "one-step-window": [
