@@ -115,8 +115,8 @@ def test_completion_of_verbs_groups_options_and_keys(shell: str) -> None:
         ),
         (
             ["capture.delay=1e9"],
-            "  capture.delay: 1000000000.0 is not allowed (allowed: a whole number of seconds >= 0, "
-            "or auto)",
+            "  capture.delay: 1000000000.0 is not allowed (allowed: a whole number of seconds "
+            ">= 0, or auto)",
         ),
         (
             ["cluster=p55"],
