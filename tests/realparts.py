@@ -7,6 +7,7 @@ installed onto the test "shared filesystem" by the generated install-nsight.sh i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -119,7 +120,7 @@ class LocalCluster:
             # program never having run.
             if attempt == 2 or not nsys_start_fault(log):
                 return code, job_id, log
-            self.clean_run(folder)
+            self.clean_run(folder, job_id)
         raise AssertionError("unreachable")
 
     def _wait_or_cancel(self, job_id: str, timeout: float) -> tuple[str, str]:
@@ -130,9 +131,11 @@ class LocalCluster:
             self.wait(job_id, 60)
             return "TIMEOUT", "1:0"
 
-    def clean_run(self, folder: Path) -> None:
-        """Remove what a job of `folder` left: its reports, rank markers and step barriers."""
-        shutil.rmtree(self.shared_fs / "nsight-reports" / folder.name, ignore_errors=True)
+    def clean_run(self, folder: Path, job_id: str | None = None) -> None:
+        """Remove what a job of `folder` left: its reports (its run's folder, or every run's),
+        rank markers and step barriers."""
+        reports = Path(json.loads((folder / "nsysgen-expect.json").read_text())["report_dir"])
+        shutil.rmtree(reports / f"job{job_id}" if job_id else reports, ignore_errors=True)
         shutil.rmtree(folder / "barriers", ignore_errors=True)
         for old in (folder / "markers").glob("rank*.json"):
             old.unlink()

@@ -125,7 +125,7 @@ def jobs(local_cluster: LocalCluster, nsys_2023: Path) -> Iterator[dict[str, Job
         if name != "vf-cancel" and nsys_start_fault(log):
             # nsys 2023.4.4's own start-up fault took a task: this job once more, alone (the
             # cancelled one depends on its timing and is judged as it ran).
-            local_cluster.clean_run(job.folder)
+            local_cluster.clean_run(job.folder, job.job_id)
             _, job_id, _ = local_cluster.sbatch_wait(job.folder)
             submitted[name] = Job(job.folder, job_id, job.reports, local_cluster)
     yield submitted
