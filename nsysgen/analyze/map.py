@@ -29,6 +29,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -214,14 +215,19 @@ def result_key(task: Task) -> dict[str, Any] | None:
     return reduced_key(task.report, task.export, report_key(task.report))
 
 
-def run_task(task: Task) -> Reduced:
-    """Export (if due) and reduce one report, and cache the result: what a worker runs."""
-    export = task.export
-    key = None
+def _export(task: Task) -> tuple[Path, dict[str, Any] | None]:
+    """The task's export, made now if due (nsys runs as a subprocess: another thread's Python
+    work goes on meanwhile), and the report's key when it was made."""
     if task.report is not None and task.nsys is not None:
         export = export_sqlite(task.report, task.nsys, force=True)
         key = report_key(task.report)
         key_file(task.report).write_text(json.dumps(key, sort_keys=True))
+        return export, key
+    return task.export, None
+
+
+def _reduce(task: Task, export: Path, key: dict[str, Any] | None) -> Reduced:
+    """Read one export, and cache the result."""
     reduced = read_export(export)
     if task.report is not None:
         key = key or report_key(task.report)
@@ -229,6 +235,24 @@ def run_task(task: Task) -> Reduced:
             return reduced  # the report changed meanwhile: nothing to cache
     save_reduced(task.report or export, reduced_key(task.report, export, key), reduced)
     return reduced
+
+
+def run_task(task: Task) -> Reduced:
+    """Export (if due) and reduce one report, and cache the result: what a worker runs."""
+    return _reduce(task, *_export(task))
+
+
+def in_turn(tasks: list[Task]) -> Iterator[Reduced]:
+    """Every task's result in this process, in order, the next report's export running (in a
+    thread, as nsys's own process) while this one is read: the reading hides behind the
+    exports, which are the floor."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(_export, tasks[0]) if tasks else None
+        for i, task in enumerate(tasks):
+            assert ahead is not None
+            export, key = ahead.result()
+            ahead = pool.submit(_export, tasks[i + 1]) if i + 1 < len(tasks) else None
+            yield _reduce(task, export, key)
 
 
 class Progress:
@@ -280,8 +304,8 @@ def map_reports(tasks: list[Task], where: Where, progress: Progress) -> list[Red
         pass  # every result is cached: no cluster to start or ask
     elif where.serial or (not external and workers <= 1):
         # One worker: a cluster would add start-up and nothing else.
-        for i in due:
-            results[i] = run_task(tasks[i])
+        for i, result in zip(due, in_turn([tasks[i] for i in due]), strict=True):
+            results[i] = result
             progress.step()
     else:
         with _client(where, workers) as client:

@@ -27,11 +27,11 @@ barrier); NCCL's own NVTX domain is left out there, since its ranges only enqueu
 
 from __future__ import annotations
 
-import bisect
 import re
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 STEP_NAME = re.compile(r"^\s*(?:step|iteration|iter|train[_ ]step)[ _:#=]*(\d+)\s*$", re.I)
 COMM_NAME = re.compile(
@@ -87,17 +87,23 @@ class RankTables:
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
+    last_end = None
     for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
+        if last_end is not None and start <= last_end:
+            if end > last_end:
                 merged[-1] = (merged[-1][0], end)
+                last_end = end
         else:
             merged.append((start, end))
+            last_end = end
     return merged
 
 
 def _length(merged: list[tuple[int, int]]) -> int:
-    return sum(end - start for start, end in merged)
+    total = 0
+    for start, end in merged:
+        total += end - start
+    return total
 
 
 def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
@@ -114,60 +120,65 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
     return total
 
 
-@dataclass(frozen=True)
-class _GpuOp:
-    api_start: int
-    start: int
-    end: int
-    name: str
-    kind: str  # "compute" | "nccl" | "copy"
+# One piece of GPU work, as a plain tuple (a report holds millions; tuples cost a third of a
+# dataclass to make): (start of the CUDA API call that launched it, start, end, kind, name).
+_GpuOp = tuple[int, int, int, int, str]
+_COMPUTE, _NCCL, _COPY = 0, 1, 2
+
+
+def _nccl_names(db: sqlite3.Connection) -> dict[int, str]:
+    """String ids of NCCL kernel names (case-sensitive "nccl" prefix, as NCCL names them)."""
+    return dict(db.execute("SELECT id, value FROM StringIds WHERE value GLOB 'nccl*'"))
 
 
 def _read_ops(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_GpuOp]]:
-    """GPU work per process, each with the start of the CUDA API call that launched it."""
+    """GPU work per process, each with the start of the CUDA API call that launched it, in
+    launch order."""
     ops: dict[int, list[_GpuOp]] = defaultdict(list)
     if not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
         return ops
-    for api, pid, start, end, name in db.execute(
-        "SELECT r.start, k.globalPid >> 24, k.start, k.end, s.value "
+    nccl = _nccl_names(db)
+    for pid, api, start, end, short in db.execute(
+        "SELECT k.globalPid >> 24, r.start, k.start, k.end, k.shortName "
         "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
-        "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) "
-        "JOIN StringIds s ON k.shortName = s.id"
+        "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)"
     ):
-        kind = "nccl" if str(name).startswith("nccl") else "compute"
-        ops[pid].append(_GpuOp(api, start, end, str(name), kind))
+        name = nccl.get(short)
+        if name is None:
+            ops[pid].append((api, start, end, _COMPUTE, ""))
+        else:
+            ops[pid].append((api, start, end, _NCCL, name))
     for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         if table not in tables:
             continue
-        for api, pid, start, end in db.execute(
-            f"SELECT r.start, m.globalPid >> 24, m.start, m.end FROM {table} m "
+        for pid, api, start, end in db.execute(
+            f"SELECT m.globalPid >> 24, r.start, m.start, m.end FROM {table} m "
             "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId "
             "AND (r.globalTid >> 24) = (m.globalPid >> 24)"
         ):
-            ops[pid].append(_GpuOp(api, start, end, table, "copy"))
+            ops[pid].append((api, start, end, _COPY, table))
     for values in ops.values():
-        values.sort(key=lambda op: op.api_start)
+        values.sort(key=itemgetter(0))
     return ops
 
 
 def _kernel_totals(
     db: sqlite3.Connection, tables: set[str]
 ) -> dict[int, tuple[int, int, int, int]]:
-    """pid -> (kernel ns, kernels, NCCL kernel ns, NCCL kernels), every kernel counted."""
+    """pid -> (kernel ns, kernels, NCCL kernel ns, NCCL kernels), every kernel counted (in
+    SQL: one pass over the kernel table, no row reaches Python)."""
     if not {"CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
         return {}
-    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for pid, name, duration in db.execute(
-        "SELECT k.globalPid >> 24, s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-        "JOIN StringIds s ON k.shortName = s.id"
-    ):
-        row = totals[pid]
-        row[0] += duration
-        row[1] += 1
-        if str(name).startswith("nccl"):
-            row[2] += duration
-            row[3] += 1
-    return {pid: (r[0], r[1], r[2], r[3]) for pid, r in totals.items()}
+    return {
+        pid: (int(ns or 0), int(count), int(nccl_ns or 0), int(nccl_count or 0))
+        for pid, ns, count, nccl_ns, nccl_count in db.execute(
+            "SELECT k.globalPid >> 24, SUM(k.end - k.start), COUNT(*), "
+            "SUM(CASE WHEN n.id IS NULL THEN 0 ELSE k.end - k.start END), COUNT(n.id) "
+            "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN "
+            "(SELECT id FROM StringIds WHERE value GLOB 'nccl*') n ON k.shortName = n.id "
+            "GROUP BY 1"
+        )
+    }
 
 
 def _devices(db: sqlite3.Connection, tables: set[str]) -> dict[int, int]:
@@ -219,21 +230,37 @@ def _rank_from_name(report: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _step_of(starts: list[int], spans: list[tuple[int, int, int]], moment: int) -> int | None:
-    """Index of the step range holding `moment`; a process's steps do not overlap."""
-    i = bisect.bisect_right(starts, moment) - 1
-    if i >= 0 and spans[i][0] <= moment <= spans[i][1]:
-        return i
-    return None
+def _in_steps(spans: list[tuple[int, int, int]], moments: list[int]) -> list[int | None]:
+    """For each moment (in ascending order), the index of the step range holding it, or None:
+    the last range that starts at or before it, if it has not ended (at a shared edge, the
+    later step). One merge walk over both sorted lists."""
+    found: list[int | None] = []
+    i, n = 0, len(spans)
+    for moment in moments:
+        while i + 1 < n and spans[i + 1][0] <= moment:
+            i += 1
+        found.append(i if n and spans[i][0] <= moment <= spans[i][1] else None)
+    return found
 
 
 def _gpu_row(step: int, cpu_ns: int, ops: list[_GpuOp]) -> StepRow:
-    begin, finish = min(op.start for op in ops), max(op.end for op in ops)
-    compute = [(op.start, op.end) for op in ops if op.kind == "compute"]
-    nccl = [(op.start, op.end) for op in ops if op.kind == "nccl"]
+    compute: list[tuple[int, int]] = []
+    nccl: list[tuple[int, int]] = []
+    every: list[tuple[int, int]] = []
+    compute_ns = nccl_ns = 0
+    for _, start, end, kind, _ in ops:
+        every.append((start, end))
+        if kind == _COMPUTE:
+            compute.append((start, end))
+            compute_ns += end - start
+        elif kind == _NCCL:
+            nccl.append((start, end))
+            nccl_ns += end - start
+    begin, finish = min(s for s, _ in every), max(e for _, e in every)
     compute_u, nccl_u = _union(compute), _union(nccl)
-    all_u = _union([(op.start, op.end) for op in ops])
-    kernels_u = _union(compute + nccl)
+    all_u = _union(every)
+    # Two merged lists merge again cheaply: far fewer intervals than the kernels themselves.
+    kernels_u = _union(compute_u + nccl_u) if nccl_u else compute_u
     exposed = _length(nccl_u) - _overlap(nccl_u, compute_u)
     span = finish - begin
     return StepRow(
@@ -241,8 +268,8 @@ def _gpu_row(step: int, cpu_ns: int, ops: list[_GpuOp]) -> StepRow:
         source="gpu",
         cpu_ms=cpu_ns / NS_PER_MS,
         step_ms=span / NS_PER_MS,
-        compute_ms=sum(e - s for s, e in compute) / NS_PER_MS,
-        nccl_ms=sum(e - s for s, e in nccl) / NS_PER_MS,
+        compute_ms=compute_ns / NS_PER_MS,
+        nccl_ms=nccl_ns / NS_PER_MS,
         compute_busy_ms=_length(compute_u) / NS_PER_MS,
         exposed_comm_ms=exposed / NS_PER_MS,
         other_ms=(_length(all_u) - _length(kernels_u)) / NS_PER_MS,
@@ -260,18 +287,16 @@ def _reduce_process(
 ) -> RankTables:
     # globalPid >> 24 still holds nsys's hardware id above the 24 bits of the OS pid.
     tables = RankTables(report=report, pid=pid & 0xFFFFFF, rank=None, device=None)
-    starts = [s[0] for s in spans]
     per_step: dict[int, list[_GpuOp]] = defaultdict(list)
-    for op in ops:
-        index = _step_of(starts, spans, op.api_start)
+    for op, index in zip(ops, _in_steps(spans, [op[0] for op in ops]), strict=True):
         if index is not None:
             per_step[index].append(op)
     comm_per_step: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
-    for start, end, name in comm:
-        index = _step_of(starts, spans, start)
+    comm = sorted(comm)
+    for item, index in zip(comm, _in_steps(spans, [c[0] for c in comm]), strict=True):
         if index is not None:
-            comm_per_step[index].append((start, end, name))
-    uses_nccl = any(op.kind == "nccl" for op in ops)
+            comm_per_step[index].append(item)
+    uses_nccl = any(op[3] == _NCCL for op in ops)
     for index, (start, end, step) in enumerate(spans):
         step_ops = per_step.get(index, [])
         ranges = sorted(comm_per_step.get(index, []))
@@ -288,7 +313,7 @@ def _reduce_process(
         # the process runs any (their durations include the wait on the GPU), else the CPU
         # ranges that block on a collective.
         if uses_nccl:
-            items = [(op.name, op.end - op.start) for op in step_ops if op.kind == "nccl"]
+            items = [(op[4], op[2] - op[1]) for op in step_ops if op[3] == _NCCL]
         else:
             items = [(name, e - s) for s, e, name in ranges]
         tables.collectives += [Collective(step, i, n, d) for i, (n, d) in enumerate(items)]

@@ -328,3 +328,30 @@ def test_median_of_the_others_from_one_sort() -> None:
                 assert value == times[rank]
                 others = [v for r, v in times.items() if r != rank]
                 assert median == statistics.median(others)
+
+
+def test_the_merge_walk_finds_the_step_bisect_finds() -> None:
+    """Kernels are put into steps by one walk over both sorted lists; it must pick what a
+    binary search picks: the last range starting at or before the moment, if still open (the
+    later step at a shared edge), none in a gap, before the first or after the last."""
+    import bisect
+    import random
+
+    from nsysgen.analyze.steps import _in_steps
+
+    def reference(spans: list[tuple[int, int, int]], moment: int) -> int | None:
+        i = bisect.bisect_right([s[0] for s in spans], moment) - 1
+        return i if i >= 0 and spans[i][0] <= moment <= spans[i][1] else None
+
+    rng = random.Random(7)
+    for _ in range(300):
+        spans: list[tuple[int, int, int]] = []
+        t = 0
+        for step in range(rng.randint(0, 8)):
+            t += rng.choice([0, 0, 1, 5])  # shared edges, gaps
+            length = rng.randint(0, 6)
+            spans.append((t, t + length, step))
+            t += length
+        moments = sorted(rng.randint(-2, t + 3) for _ in range(30))
+        expected = [reference(spans, m) for m in moments]
+        assert _in_steps(spans, moments) == expected, (spans, moments)

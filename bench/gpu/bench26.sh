@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Issue 26, GPU (nsys 2025.3.1): what nsysgen's answers cost on real reports of a size that
+# matters, side by side with what users would run instead, in one run:
+#   floor     `nsys export --type sqlite` with analyze's switches, each report in turn
+#   tables    the same export of only the tables analyze reads (--tables)
+#   arrowdir, parquetdir   nsys's other exporters, all tables
+#   nsysgen   .nsys-rep -> summary.json: nsysgen's own map (export + reduce per report, in this
+#             process) and reduce (summary.json, CSVs; plots only where matplotlib is here)
+#   recipes   nsys recipe nccl_sum, nvtx_gpu_proj_sum, cuda_gpu_kern_sum on a fresh copy of the
+#             same reports, in turn (the first one exports them, as a user's first recipe does)
+# and whether analyze's reading of a --tables export equals that of a full one.
+# The reports: REPORTS (3) runs of a stepped torch loop (NVTX "step N" ranges, 100 small kernels
+# and two all-reduces of 1 and 16 MiB per step, one NCCL rank: the GPU is the machine's only one)
+# for SECONDS (20) each.
+# Usage (device, repository root, DEBS: libdw1 and libelf1 .deb files):
+#   bash bench/gpu/bench26.sh DEBS   -> $OUT/bench26.json
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/gpu/nsys-env.sh
+. "$here/nsys-env.sh" "${1:?usage: bench26.sh DEBS}"
+: "${OUT:=/tmp/out}" "${REPORTS:=3}" "${SECONDS_EACH:=20}"
+repo=$PWD
+work=/tmp/bench26 && rm -rf "$work" && mkdir -p "$work/reports" "$OUT"
+cat > "$work/stepped.py" <<'PY'
+import os, sys, time
+import torch
+import torch.distributed as dist
+dist.init_process_group("nccl", rank=0, world_size=1)
+x = torch.randn(256, 256, device="cuda")
+buffers = [torch.ones(n // 4, device="cuda") for n in (1 << 20, 1 << 24)]
+end, step = time.time() + float(sys.argv[1]), 0
+while time.time() < end:
+    torch.cuda.nvtx.range_push(f"step {step}")
+    for _ in range(100):
+        x = torch.tanh(x @ x) * 0.5
+    for b in buffers:
+        dist.all_reduce(b)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+    step += 1
+dist.destroy_process_group()
+PY
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=29571
+for i in $(seq 0 $((REPORTS - 1))); do
+  "$NSYS" profile -t cuda,nvtx -o "$work/reports/bench_job7_rank$i" --force-overwrite true \
+    python3 "$work/stepped.py" "$SECONDS_EACH" > "$work/profile$i.log" 2>&1
+done
+"$NSYS" --version
+PYTHONPATH=$repo python3 - "$work" "$NSYS" > "$OUT/bench26.json" <<'PY'
+import importlib.util, json, os, shutil, subprocess, sys, time
+from pathlib import Path
+from nsysgen.analyze import nccl
+from nsysgen.analyze import reduce as analyze_reduce
+from nsysgen.analyze.map import Progress, Where, map_reports, plan_tasks
+from nsysgen.analyze.reduce import Options, reduce
+from nsysgen.analyze.report import read_export
+
+work, nsys = Path(sys.argv[1]), sys.argv[2]
+reports = sorted((work / "reports").glob("*.nsys-rep"))
+TABLES = ("^CUPTI_ACTIVITY_KIND_KERNEL$,^CUPTI_ACTIVITY_KIND_RUNTIME$,^CUPTI_ACTIVITY_KIND_MEMCPY$,"
+          "^CUPTI_ACTIVITY_KIND_MEMSET$,^NVTX_EVENTS$,^NVTX_PAYLOAD_SCHEMA.*,^StringIds$")
+result = {"reports": len(reports), "report_bytes": [r.stat().st_size for r in reports],
+          "switches": list(nccl.export_options(nsys)), "cores": os.cpu_count(), "seconds": {}}
+
+
+def timed(name, fn):
+    start = time.perf_counter()
+    value = fn()
+    result["seconds"][name] = round(time.perf_counter() - start, 2)
+    return value
+
+
+def export(kind, extra, suffix):
+    folder = work / kind
+    folder.mkdir()
+    outs = []
+    for report in reports:
+        target = folder / (report.stem + suffix)
+        subprocess.run([nsys, "export", "--type", kind.split("-")[0], "--force-overwrite", "true",
+                        *nccl.export_options(nsys), *extra, "--output", str(target), str(report)],
+                       check=True, capture_output=True)
+        outs.append(target)
+    return outs
+
+
+full = timed("floor: nsys export sqlite", lambda: export("sqlite", [], ".sqlite"))
+part = timed("nsys export sqlite --tables", lambda: export("sqlite-tables", ["--tables", TABLES], ".sqlite"))
+timed("nsys export arrowdir", lambda: export("arrowdir", [], ""))
+timed("nsys export parquetdir", lambda: export("parquetdir", [], ""))
+result["export_bytes"] = {"sqlite": sum(p.stat().st_size for p in full),
+                          "sqlite --tables": sum(p.stat().st_size for p in part)}
+same = [read_export(a, r.stem) == read_export(b, r.stem) for a, b, r in zip(full, part, reports)]
+result["tables_export_reads_equal"] = all(same)
+result["steps_per_report"] = [len(t.steps) for r in full for t in read_export(r).tables]
+result["nccl_calls_per_report"] = [len(read_export(r).calls) for r in full]
+
+# nsysgen: .nsys-rep -> summary.json, on a fresh copy (no export, no cache).
+copy = work / "nsysgen"
+copy.mkdir()
+for report in reports:
+    shutil.copy(report, copy)
+plots = importlib.util.find_spec("matplotlib") is not None
+result["plots_drawn"] = plots
+if not plots:  # the image has no matplotlib: the figures are left out of this measurement
+    analyze_reduce.plot_op = lambda *a, **k: copy / "none.png"
+    analyze_reduce.draw_all = lambda *a, **k: ([], [])
+
+def nsysgen_analyze():
+    tasks = plan_tasks(copy, nsys)
+    reduced = map_reports(tasks, Where(serial=True), Progress(len(tasks)))
+    return reduce(reduced, Options(world_size=1), copy / "analysis")
+
+timed("nsysgen .nsys-rep -> summary.json", nsysgen_analyze)
+summary = json.loads((copy / "analysis" / "summary.json").read_text())
+result["nsysgen_ranks"], result["nsysgen_sizes"] = len(summary["ranks"]), len(summary["nccl_by_size"])
+
+# nsys's own recipes, on another fresh copy, in turn.
+fresh = work / "recipes"
+fresh.mkdir()
+for report in reports:
+    shutil.copy(report, fresh)
+for recipe in ("nccl_sum", "nvtx_gpu_proj_sum", "cuda_gpu_kern_sum"):
+    proc = timed(f"nsys recipe {recipe}", lambda: subprocess.run(
+        [nsys, "recipe", recipe, "--input", str(fresh), "--output", str(work / f"out-{recipe}"),
+         "--force-overwrite"], capture_output=True, text=True))
+    result.setdefault("recipe_exit", {})[recipe] = proc.returncode
+    if proc.returncode:
+        result.setdefault("recipe_errors", {})[recipe] = (proc.stdout + proc.stderr)[-600:]
+s = result["seconds"]
+floor = s["floor: nsys export sqlite"]
+result["ratios_to_floor"] = {k: round(v / floor, 2) for k, v in s.items()}
+result["recipes_total_s"] = round(sum(v for k, v in s.items() if k.startswith("nsys recipe")), 2)
+print(json.dumps(result, indent=1, sort_keys=True))
+PY
+cat "$OUT/bench26.json"
+nproc
