@@ -4,14 +4,16 @@
 #   floor     `nsys export --type sqlite` with analyze's switches, each report in turn
 #   tables    the same export of only the tables analyze reads (--tables)
 #   arrowdir, parquetdir   nsys's other exporters, all tables
-#   nsysgen   .nsys-rep -> summary.json: nsysgen's own map (export + reduce per report, in this
-#             process) and reduce (summary.json, CSVs; plots only where matplotlib is here)
+#   nsysgen   .nsys-rep -> summary.json: `nsysgen analyze` as users run it, on a fresh copy (in
+#             one process: --serial; and on a local Dask cluster, one worker per report, beside
+#             the floor in parallel); and its map alone, export and read timed apart
 #   recipes   nsys recipe nccl_sum, nvtx_gpu_proj_sum, cuda_gpu_kern_sum on a fresh copy of the
 #             same reports, in turn (the first one exports them, as a user's first recipe does)
 # and whether analyze's reading of a --tables export equals that of a full one.
 # The reports: REPORTS (3) runs of a stepped torch loop (NVTX "step N" ranges, 100 small kernels
 # and two all-reduces of 1 and 16 MiB per step, one NCCL rank: the GPU is the machine's only one)
 # for SECONDS (20) each.
+# ONLY_NSYSGEN=1 leaves out the other exporters and the recipes.
 # Usage (device, repository root, DEBS: libdw1 and libelf1 .deb files):
 #   bash bench/gpu/bench26.sh DEBS   -> $OUT/bench26.json
 set -euo pipefail
@@ -50,9 +52,9 @@ PYTHONPATH=$repo python3 - "$work" "$NSYS" > "$OUT/bench26.json" <<'PY'
 import importlib.util, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 from nsysgen.analyze import nccl
-from nsysgen.analyze import reduce as analyze_reduce
+from concurrent.futures import ThreadPoolExecutor
+from nsysgen.analyze import map as analyze_map
 from nsysgen.analyze.map import Progress, Where, map_reports, plan_tasks
-from nsysgen.analyze.reduce import Options, reduce
 from nsysgen.analyze.report import read_export
 
 work, nsys = Path(sys.argv[1]), sys.argv[2]
@@ -84,44 +86,75 @@ def export(kind, extra, suffix):
 
 
 full = timed("floor: nsys export sqlite", lambda: export("sqlite", [], ".sqlite"))
-part = timed("nsys export sqlite --tables", lambda: export("sqlite-tables", ["--tables", TABLES], ".sqlite"))
-timed("nsys export arrowdir", lambda: export("arrowdir", [], ""))
-timed("nsys export parquetdir", lambda: export("parquetdir", [], ""))
-result["export_bytes"] = {"sqlite": sum(p.stat().st_size for p in full),
-                          "sqlite --tables": sum(p.stat().st_size for p in part)}
-same = [read_export(a, r.stem) == read_export(b, r.stem) for a, b, r in zip(full, part, reports)]
-result["tables_export_reads_equal"] = all(same)
+others = os.environ.get("ONLY_NSYSGEN") != "1"  # ONLY_NSYSGEN=1: the floor and nsysgen only
+if others:
+    part = timed("nsys export sqlite --tables",
+                 lambda: export("sqlite-tables", ["--tables", TABLES], ".sqlite"))
+    timed("nsys export arrowdir", lambda: export("arrowdir", [], ""))
+    timed("nsys export parquetdir", lambda: export("parquetdir", [], ""))
+    result["export_bytes"] = {"sqlite": sum(p.stat().st_size for p in full),
+                              "sqlite --tables": sum(p.stat().st_size for p in part)}
+    same = [read_export(a, r.stem) == read_export(b, r.stem) for a, b, r in zip(full, part, reports)]
+    result["tables_export_reads_equal"] = all(same)
 result["steps_per_report"] = [len(t.steps) for r in full for t in read_export(r).tables]
 result["nccl_calls_per_report"] = [len(read_export(r).calls) for r in full]
 
-# nsysgen: .nsys-rep -> summary.json, on a fresh copy (no export, no cache).
-copy = work / "nsysgen"
-copy.mkdir()
-for report in reports:
-    shutil.copy(report, copy)
-plots = importlib.util.find_spec("matplotlib") is not None
-result["plots_drawn"] = plots
-if not plots:  # the image has no matplotlib: the figures are left out of this measurement
-    analyze_reduce.plot_op = lambda *a, **k: copy / "none.png"
-    analyze_reduce.draw_all = lambda *a, **k: ([], [])
+def fresh(name):
+    folder = work / name
+    folder.mkdir()
+    for report in reports:
+        shutil.copy(report, folder)
+    return folder
 
-def nsysgen_analyze():
-    tasks = plan_tasks(copy, nsys)
-    reduced = map_reports(tasks, Where(serial=True), Progress(len(tasks)))
-    return reduce(reduced, Options(world_size=1), copy / "analysis")
 
-timed("nsysgen .nsys-rep -> summary.json", nsysgen_analyze)
-summary = json.loads((copy / "analysis" / "summary.json").read_text())
-result["nsysgen_ranks"], result["nsysgen_sizes"] = len(summary["ranks"]), len(summary["nccl_by_size"])
+def cli(name, *extra):
+    """`nsysgen analyze` as users run it, on a fresh copy (no export, no cache)."""
+    folder = fresh(name)
+    proc = timed(f"nsysgen analyze {' '.join(extra)}", lambda: subprocess.run(
+        [sys.executable, "-m", "nsysgen", "analyze", str(folder), "--nsys", nsys,
+         "--world-size", "1", *extra], capture_output=True, text=True))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((folder / "analysis" / "summary.json").read_text())
+
+
+result["plots_drawn"] = importlib.util.find_spec("matplotlib") is not None
+result["dask"] = importlib.util.find_spec("distributed") is not None
+summary = cli("nsysgen-serial", "--serial")
+result["nsysgen_ranks"], result["nsysgen_steps"] = len(summary["ranks"]), sum(
+    len(r["steps"]) for r in summary["ranks"])
+# Where the serial run's time goes: the same map in this process, its export and read timed.
+phases = {"export": 0.0, "read": 0.0}
+real_export, real_read = analyze_map.export_sqlite, analyze_map.read_export
+def export_timed(*a, **k):
+    start = time.perf_counter(); out = real_export(*a, **k)
+    phases["export"] += time.perf_counter() - start; return out
+def read_timed(*a, **k):
+    start = time.perf_counter(); out = real_read(*a, **k)
+    phases["read"] += time.perf_counter() - start; return out
+analyze_map.export_sqlite, analyze_map.read_export = export_timed, read_timed
+folder = fresh("nsysgen-phases")
+tasks = plan_tasks(folder, nsys)
+timed("nsysgen map (in turn, one export ahead)", lambda: map_reports(tasks, Where(serial=True), Progress(len(tasks))))
+analyze_map.export_sqlite, analyze_map.read_export = real_export, real_read
+result["nsysgen_map_phases_s"] = {k: round(v, 2) for k, v in phases.items()}
+# In parallel, beside the floor in parallel: every report's export at once.
+def exports_at_once():
+    folder = work / "sqlite-parallel"
+    folder.mkdir()
+    with ThreadPoolExecutor(len(reports)) as pool:
+        list(pool.map(lambda r: subprocess.run(
+            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
+             *nccl.export_options(nsys), "--output", str(folder / (r.stem + ".sqlite")), str(r)],
+            check=True, capture_output=True), reports))
+timed("floor in parallel: every export at once", exports_at_once)
+if result["dask"]:
+    cli("nsysgen-parallel", "--workers", str(len(reports)))
 
 # nsys's own recipes, on another fresh copy, in turn.
-fresh = work / "recipes"
-fresh.mkdir()
-for report in reports:
-    shutil.copy(report, fresh)
-for recipe in ("nccl_sum", "nvtx_gpu_proj_sum", "cuda_gpu_kern_sum"):
+recipes = fresh("recipes")
+for recipe in ("nccl_sum", "nvtx_gpu_proj_sum", "cuda_gpu_kern_sum") if others else ():
     proc = timed(f"nsys recipe {recipe}", lambda: subprocess.run(
-        [nsys, "recipe", recipe, "--input", str(fresh), "--output", str(work / f"out-{recipe}"),
+        [nsys, "recipe", recipe, "--input", str(recipes), "--output", str(work / f"out-{recipe}"),
          "--force-overwrite"], capture_output=True, text=True))
     result.setdefault("recipe_exit", {})[recipe] = proc.returncode
     if proc.returncode:

@@ -31,6 +31,7 @@ import re
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import groupby
 from operator import itemgetter
 
 STEP_NAME = re.compile(r"^\s*(?:step|iteration|iter|train[_ ]step)[ _:#=]*(\d+)\s*$", re.I)
@@ -131,34 +132,41 @@ def _nccl_names(db: sqlite3.Connection) -> dict[int, str]:
     return dict(db.execute("SELECT id, value FROM StringIds WHERE value GLOB 'nccl*'"))
 
 
+_NCCL_IDS = "(SELECT id, value FROM StringIds WHERE value GLOB 'nccl*')"
+
+
 def _read_ops(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_GpuOp]]:
     """GPU work per process, each with the start of the CUDA API call that launched it, in
-    launch order."""
-    ops: dict[int, list[_GpuOp]] = defaultdict(list)
+    launch order. The rows come out of SQLite as they are kept (tuples made in C, sorted
+    there): a report holds millions."""
+    ops: dict[int, list[_GpuOp]] = {}
     if not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
         return ops
-    nccl = _nccl_names(db)
-    for pid, api, start, end, short in db.execute(
-        "SELECT k.globalPid >> 24, r.start, k.start, k.end, k.shortName "
-        "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
-        "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)"
-    ):
-        name = nccl.get(short)
-        if name is None:
-            ops[pid].append((api, start, end, _COMPUTE, ""))
-        else:
-            ops[pid].append((api, start, end, _NCCL, name))
+    # Kernels, copies and memsets first, then one join to the API calls that launched them
+    # (one lookup structure over the API table, not one per kind of work).
+    work = [
+        f"SELECT k.globalPid >> 24 AS pid, k.correlationId AS id, k.start AS start, k.end AS end, "
+        f"CASE WHEN n.id IS NULL THEN {_COMPUTE} ELSE {_NCCL} END AS kind, "
+        "COALESCE(n.value, '') AS name "
+        f"FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN {_NCCL_IDS} n ON k.shortName = n.id"
+    ]
     for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
-        if table not in tables:
-            continue
-        for pid, api, start, end in db.execute(
-            f"SELECT m.globalPid >> 24, r.start, m.start, m.end FROM {table} m "
-            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId "
-            "AND (r.globalTid >> 24) = (m.globalPid >> 24)"
-        ):
-            ops[pid].append((api, start, end, _COPY, table))
-    for values in ops.values():
-        values.sort(key=itemgetter(0))
+        if table in tables:
+            work.append(
+                f"SELECT globalPid >> 24, correlationId, start, end, {_COPY}, '{table}' "
+                f"FROM {table}"
+            )
+    query = (
+        "SELECT w.pid, r.start, w.start, w.end, w.kind, w.name FROM "
+        f"({' UNION ALL '.join(work)}) w JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "ON r.correlationId = w.id AND (r.globalTid >> 24) = w.pid"
+    )
+    # Sorted here, not in SQL: launches come out almost in order, which Python's sort takes
+    # in one pass.
+    rows = db.execute(query).fetchall()
+    rows.sort(key=itemgetter(0, 1))
+    for pid, group in groupby(rows, key=itemgetter(0)):
+        ops[pid] = [row[1:] for row in group]
     return ops
 
 
