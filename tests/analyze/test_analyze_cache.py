@@ -48,15 +48,16 @@ def stepped_reports(tmp_path: Path) -> Path:
 
 
 def count_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the reports whose task runs (in this process: --serial)."""
+    """The names of the reports whose task runs (in this process: --serial, where each task's
+    export is made ahead and then read)."""
     ran: list[str] = []
-    real = analyze_map.run_task
+    real = analyze_map._reduce
 
-    def counted(task: Task) -> Reduced:
+    def counted(task: Task, export: Path, key: dict[str, Any] | None) -> Reduced:
         ran.append(task.export.stem)
-        return real(task)
+        return real(task, export, key)
 
-    monkeypatch.setattr(analyze_map, "run_task", counted)
+    monkeypatch.setattr(analyze_map, "_reduce", counted)
     return ran
 
 
