@@ -6,10 +6,12 @@
 # (bucket example-nsight-reports) to DEST with the operator's CLI, checks them
 # with nsysgen-verify.py, then copies
 # them and later recipe outputs to s3://example-nsight-reports/fsdp-p5-eks (upload-reports.sh).
+# The run is the job now in the cluster: its reports go to DEST/run-<created>/, named after the
+# job's creation time, so that runs never mix.
 # Usage: fetch-reports.sh [DEST]   (default: ./reports; NSIGHT_OPERATOR_CLI: nsight_operator.py)
 set -euo pipefail
 
-dest=${1:-reports}
+root=${1:-reports}
 cli=${NSIGHT_OPERATOR_CLI:-nsight_operator.py}
 if [ ! -f "$cli" ]; then
   found=$(command -v -- "$cli") || {
@@ -18,11 +20,18 @@ if [ ! -f "$cli" ]; then
   }
   cli=$found
 fi
+namespace=default
+if ! created=$(kubectl get trainjob fsdp-p5-eks --namespace "$namespace" \
+    -o jsonpath='{.metadata.creationTimestamp}') || [ -z "$created" ]; then
+  echo "fetch-reports.sh: no TrainJob fsdp-p5-eks in namespace $namespace: the run's reports are named after it" >&2
+  exit 1
+fi
+dest="$root/run-$(printf '%s' "$created" | tr -d ':-')"
 mkdir -p "$dest"
 python3 "$cli" autoconfigure -n nsight-operator
 python3 "$cli" ls
 python3 "$cli" download --output-dir "$dest"
-# recipes.sh reads DEST/*.nsys-rep: lift reports out of per-report folders.
+# recipes.sh reads the run's *.nsys-rep: lift reports out of per-report folders.
 find "$dest" -mindepth 2 -name '*.nsys-rep' -exec mv -n {} "$dest"/ \;
 ls -l "$dest"
 here=$(dirname "$(readlink -f "$0")")

@@ -16,6 +16,8 @@ from pathlib import Path
 from nsysgen.analyze.nccl import AnalyzeError, report_sources
 
 RUN_FOLDER = re.compile(r"job([0-9]+)")
+# EKS: fetch-reports.sh's folder of one run, named after the job's creation time.
+FETCHED_RUN = re.compile(r"run-[0-9]{8}T[0-9]{6}Z")
 JOB_IN_NAME = re.compile(r"^(?P<job>.+?)_job(?P<id>[0-9]+)(?:_|$)")
 
 
@@ -59,6 +61,37 @@ def _job_name(stems: list[str]) -> str | None:
     return names.pop() if len(names) == 1 else None
 
 
+def _run_folder(path: Path, job_id: str | None, notes: list[str]) -> Path:
+    """In a report folder of runs (Slurm's job<ID>/, EKS's fetched run-<created>/): the run to
+    read, the newest unless --job-id; `notes` says which and what was left out."""
+    runs = {
+        m.group(1): p for p in path.iterdir() if (m := RUN_FOLDER.fullmatch(p.name)) and p.is_dir()
+    }
+    fetched = sorted(p for p in path.iterdir() if FETCHED_RUN.fullmatch(p.name) and p.is_dir())
+    if fetched and not runs and job_id is None:
+        if len(fetched) > 1:
+            others = ", ".join(p.name for p in fetched[:-1])
+            notes.append(
+                f"{len(fetched)} runs in {path}: analysing {fetched[-1].name} (the newest); "
+                f"not read: {others} (pass one run's folder for another)"
+            )
+        return fetched[-1]
+    if not runs:
+        return path
+    if job_id is not None and job_id not in runs:
+        listed = ", ".join(f"job{k}" for k in sorted(runs, key=int))
+        raise AnalyzeError(f"--job-id {job_id}: no run of it in {path} (runs: {listed})")
+    chosen = job_id or max(runs, key=int)
+    if len(runs) > 1:
+        others = ", ".join(f"job{k}" for k in sorted(runs, key=int) if k != chosen)
+        which = "the newest" if job_id is None else "--job-id's"
+        notes.append(
+            f"{len(runs)} runs in {path}: analysing job{chosen} ({which}); not read: "
+            f"{others} (--job-id ID for another)"
+        )
+    return runs[chosen]
+
+
 def select(path: Path, job_id: str | None) -> Run:
     if job_id is not None and not job_id.isdigit():
         raise AnalyzeError(f"--job-id {job_id}: not a Slurm job id (allowed: digits)")
@@ -66,24 +99,7 @@ def select(path: Path, job_id: str | None) -> Run:
         raise AnalyzeError(f"{path}: no such file or folder")
     notes: list[str] = []
     if path.is_dir() and not any(path.glob("*.nsys-rep")) and not any(path.glob("*.sqlite")):
-        runs = {
-            m.group(1): p
-            for p in path.iterdir()
-            if (m := RUN_FOLDER.fullmatch(p.name)) and p.is_dir()
-        }
-        if runs:
-            if job_id is not None and job_id not in runs:
-                listed = ", ".join(f"job{k}" for k in sorted(runs, key=int))
-                raise AnalyzeError(f"--job-id {job_id}: no run of it in {path} (runs: {listed})")
-            chosen = job_id or max(runs, key=int)
-            if len(runs) > 1:
-                others = ", ".join(f"job{k}" for k in sorted(runs, key=int) if k != chosen)
-                which = "the newest" if job_id is None else "--job-id's"
-                notes.append(
-                    f"{len(runs)} runs in {path}: analysing job{chosen} ({which}); not read: "
-                    f"{others} (--job-id ID for another)"
-                )
-            path = runs[chosen]
+        path = _run_folder(path, job_id, notes)
     by_job = _jobs_of(path) if path.is_dir() else {}
     if len(by_job) > 1 or (job_id is not None and by_job and job_id not in by_job):
         if None in by_job:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -509,3 +510,64 @@ def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job
     assert not (folder / "nsysgen-site").exists()  # the ConfigMap carries it
     readme = (folder / "README.md").read_text()
     assert f"kubectl apply -f nsysgen-site-configmap.yaml -f {job}.yaml" in readme
+
+
+def test_fetch_reports_copies_the_run_of_the_job_now_in_the_cluster(tmp_path: Path) -> None:
+    """fetch-reports.sh (injectors that write to the shared volume): the helper pod's own
+    commands, run by BusyBox as the busybox image runs them, copy the reports written since the
+    job was created into DEST/run-<created>/; the earlier run's, under the same and other names,
+    stay behind. --all copies every report."""
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("BusyBox is not installed (tests/infra/install-system-deps.sh installs it)")
+    out = tmp_path / "out"
+    args = ["target=eks", "workload=fsdp", IMAGE, "target.injector=operator-1", "job.name=fr"]
+    assert main([*args, f"output_dir={out}"]) == 0
+    [folder] = folders(out)
+    volume = tmp_path / "volume"  # the PVC, mounted at /fsx in the helper pod
+    reports = volume / "nsight-reports" / "fr"
+    reports.mkdir(parents=True)
+    created = "2026-12-02T03:00:00Z"
+    files = [
+        ("old_pod-0", "2026-12-02 02:00:00"),
+        ("same_pod-0", "2026-12-02 02:30:00"),
+        ("new_pod-0", "2026-12-02 03:10:00"),
+        ("new_pod-1", "2026-12-02 03:10:05"),
+    ]
+    for name, stamp in files:
+        path = reports / f"{name}.nsys-rep"
+        path.write_text(name)
+        subprocess.run([busybox, "touch", "-d", stamp, str(path)], check=True)
+    kubectl = (
+        'case "$1" in\n'
+        f'  get) echo "{created}" ;;\n'
+        '  exec) while [ "$1" != -- ]; do shift; done; shift\n'
+        # sh -c SCRIPT sh DIR SINCE: the pod's /fsx is the volume here.
+        f'    exec {busybox} sh -c "$3" sh "{volume}${{5#/fsx}}" "$6" ;;\n'
+        "esac\n"
+    )
+    bin_dir = _fake_bin(tmp_path / "bin", {"kubectl": kubectl})
+    dest = tmp_path / "fetched"
+    fetched = _run_with_args(folder / "fetch-reports.sh", tmp_path, bin_dir, str(dest))
+    run = dest / "run-20261202T030000Z"
+    assert sorted(p.name for p in run.iterdir()) == ["new_pod-0.nsys-rep", "new_pod-1.nsys-rep"], (
+        fetched.stdout + fetched.stderr
+    )
+    # Then the run's folder is verified (names and presence only: no nsys here).
+    assert f"reports expected in {run}" in fetched.stdout, fetched.stdout + fetched.stderr
+    every = _run_with_args(folder / "fetch-reports.sh", tmp_path, bin_dir, "--all", str(dest))
+    assert len(list((dest / "all").glob("*.nsys-rep"))) == 4, every.stdout + every.stderr
+
+
+def _run_with_args(
+    script: Path, cwd: Path, bin_dir: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(script), *args],
+        cwd=cwd,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )

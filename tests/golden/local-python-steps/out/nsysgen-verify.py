@@ -43,6 +43,9 @@ EXPECT_FORMAT = 3
 # was killed stays).
 STATE_DIR = ".nsysgen"
 RUN_FOLDER = re.compile(r"job([0-9]+)")
+# EKS: fetch-reports.sh copies one run, the reports written since the job was created, into
+# DEST/run-<creation time>/.
+FETCHED_RUN = re.compile(r"run-[0-9]{8}T[0-9]{6}Z")
 NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
 NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
 # The step helper's mark: the step's number, the optimizer's class and index in its process.
@@ -218,7 +221,9 @@ def select_run(expect: dict[str, Any], reports: Path, job_id: str | None) -> Run
         raise BadInput(f"report folder {reports} does not exist (pass --reports DIR)")
     if job_id is not None and not job_id.isdigit():
         raise BadInput(f"--job-id {job_id}: not a Slurm job id (allowed: digits)")
-    runs = runs_in(reports) if expect["run_folders"] else {}
+    if not expect["run_folders"]:
+        return _fetched_run(reports)
+    runs = runs_in(reports)
     own = RUN_FOLDER.fullmatch(reports.name)
     if runs:
         if job_id is not None and job_id not in runs:
@@ -243,6 +248,16 @@ def select_run(expect: dict[str, Any], reports: Path, job_id: str | None) -> Run
     return Run(reports, job_id)
 
 
+def _fetched_run(reports: Path) -> Run:
+    """EKS: the newest run fetch-reports.sh copied into `reports` (run-<created>/), unless
+    `reports` holds reports itself (one run's folder, or reports copied by hand)."""
+    runs = {p.name: p for p in reports.iterdir() if FETCHED_RUN.fullmatch(p.name) and p.is_dir()}
+    if not runs or _report_files(reports):
+        return Run(reports, None)
+    chosen = max(runs)
+    return Run(runs[chosen], None, {k: v for k, v in runs.items() if k != chosen})
+
+
 def _listing(runs: dict[str, Path]) -> str:
     return ", ".join(f"job {job}" for job in sorted(runs, key=int))
 
@@ -252,6 +267,18 @@ def _other_runs_note(expect: dict[str, Any], run: Run) -> str | None:
     if not run.others:
         return None
     wanted = sum(1 for _ in expected_reports(expect))
+    if run.job_id is None:  # EKS: runs by their folder's name, which sorts by time
+        counts = [
+            f"{name} ({len({_stem(p) for p in _report_files(run.others[name])})} of {wanted} "
+            "reports)"
+            for name in sorted(run.others)
+        ]
+        newest = all(name < run.folder.name for name in run.others)
+        which = f"the newest run, {run.folder.name}" if newest else run.folder.name
+        return (
+            f"checked {which}; other runs here, not read: {', '.join(counts)} "
+            "(pass --reports DIR/run-... to check one)"
+        )
     counts = [
         f"job {job} ({len({_stem(p) for p in _report_files(run.others[job])})} of {wanted} reports)"
         for job in sorted(run.others, key=int)
