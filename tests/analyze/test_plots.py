@@ -125,3 +125,32 @@ def test_step_figures_show_the_late_rank_and_skip_zeros(tmp_path: Path, run_cli:
     assert reasons["heatmap_exposed_comm.png"] == (
         "every step's exposed communication is 0 ms (or not measured)"
     )
+
+
+def test_what_cannot_be_computed_is_said_not_printed_as_a_number(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """One rank's report and no world size: no bus bandwidth (busbw_GBps empty), and the output
+    and summary.json say why; with the job's world size, the bandwidth and what the recorded
+    ranks can and cannot show."""
+    sources = [(DATA / "nccl-allreduce-blobs.sqlite", "ar_job7_rank0.sqlite")]
+    reports, out = tmp_path / "r", tmp_path / "out"
+    reports.mkdir()
+    for source, name in sources:
+        shutil.copy(source, reports / name)
+    alone = run_cli("analyze", str(reports), "--serial", "--output", str(out))
+    assert alone.code == 0, alone.err
+    summary = json.loads((out / "summary.json").read_text())
+    assert {row["busbw_GBps"] for row in summary["nccl_by_size"]} == {None}
+    assert summary["limits"] == [
+        "bus bandwidth not computed: one rank known (pass --world-size, the job's rank count); "
+        "algbw_GBps is per call"
+    ]
+    assert f"limit: {summary['limits'][0]}" in alone.out.splitlines()
+    known = run_cli("analyze", str(reports), "--serial", "--output", str(out), "--world-size", "16")
+    summary = json.loads((out / "summary.json").read_text())
+    assert all(row["busbw_GBps"] for row in summary["nccl_by_size"]), known.out
+    assert summary["limits"] == [
+        "1 of 16 ranks recorded: stragglers and per-step figures are among those only (a rank "
+        "not recorded can be late unseen)"
+    ]

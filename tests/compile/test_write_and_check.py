@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,54 @@ def test_same_bytes_whatever_the_run(tmp_path: Path, run_cli: RunCli) -> None:
     assert run_cli("experiment=nemo-p5", f"output_dir={tmp_path / 'a'}").code == 0
     assert run_cli("experiment=nemo-p5", f"output_dir={tmp_path / 'b'}").code == 0
     assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
+
+
+def test_regenerate_rewrites_stale_folders_says_why_and_keeps_hand_edits(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed training script makes every folder that patches it stale: `check` says so in
+    one line per folder, `regenerate` rewrites them all and names the cause; a folder edited by
+    hand is kept (exit 1) until --force."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train").mkdir()
+    shutil.copy(REPO / "tests/training_scripts/plain_loop.py", tmp_path / "train" / "train.py")
+    out = tmp_path / "out"
+    common = ["workload=python", "capture=steps", "workload.python.source=train/train.py",
+              "workload.python.script=/fsx/repo/train/train.py", f"output_dir={out}"]  # fmt: skip
+    for name in ("a", "b"):
+        assert run_cli(*common, f"job.name={name}").code == 0, name
+    assert run_cli("regenerate", f"output_dir={out}").out.splitlines() == [
+        f"nsysgen regenerate: 0 updated, 2 current in {out}"
+    ]
+    with (tmp_path / "train" / "train.py").open("a") as script:
+        script.write("\n# changed\n")
+    check = run_cli("check", f"output_dir={out}")
+    assert check.code == 1
+    causes = [line for line in check.out.splitlines() if ": cause: " in line]
+    assert [line.split(":")[0] for line in causes] == [str(out / "a"), str(out / "b")]
+    assert "train/train.py changed since this folder was compiled" in causes[0]
+    assert "folder(s) because an input file changed" in check.out.splitlines()[-1]
+    (out / "b" / "README.md").write_text("my notes\n")
+    kept = run_cli("regenerate", f"output_dir={out}")
+    assert kept.code == 1, kept.out + kept.err
+    lines = kept.out.splitlines()
+    assert (
+        lines[0].startswith(f"{out / 'a'}: updated ")
+        and "[cause: train/train.py changed]" in (lines[0])
+    )
+    assert (
+        lines[1] == f"{out / 'b'}: kept: edited by hand (README.md); --force overwrites the edits"
+    )
+    assert (
+        lines[-1] == f"nsysgen regenerate: 1 updated, 0 current, 1 kept (edited by hand) in {out}"
+    )
+    assert (out / "b" / "README.md").read_text() == "my notes\n"
+    forced = run_cli("regenerate", "--force", f"output_dir={out}")
+    assert forced.code == 0, forced.out + forced.err
+    assert run_cli("check", f"output_dir={out}").code == 0
+    # One verifier above the folders, not one in each; check proves it current too.
+    assert (out / "nsysgen-verify.py").is_file() and not (out / "a" / "nsysgen-verify.py").exists()
+    (out / "nsysgen-verify.py").write_text("# stale\n")
+    assert f"{out / 'nsysgen-verify.py'}: changed" in run_cli("check", f"output_dir={out}").out
+    assert run_cli("regenerate", f"output_dir={out}").code == 0
+    assert run_cli("check", f"output_dir={out}").code == 0
