@@ -9,7 +9,7 @@ from __future__ import annotations
 from nsysgen.config.compose import GROUPS, Composer
 from nsysgen.config.keys import catalog
 
-VERB_WORDS = ("plan", "check", "show", "analyze", "verify", "completion")
+VERB_WORDS = ("plan", "check", "regenerate", "show", "analyze", "verify", "completion")
 
 
 def words() -> tuple[list[str], list[str]]:
@@ -35,8 +35,10 @@ def _bash_function() -> str:
   else
     case ${{COMP_WORDS[1]}} in
       check) candidates="output_dir= --help" ;;
+      regenerate) candidates="output_dir= --force --help" ;;
       completion) candidates="bash zsh" ;;
-      analyze) candidates="--nsys --output --nccl-tests-log --help" ;;
+      analyze) candidates="--job-id --nsys --output --nccl-tests-log --world-size --help" ;;
+      verify) candidates="--reports --job-id --nsys --json --presence-only --run-folder --help" ;;
       *) candidates="$choices $keys $flags" ;;
     esac
   fi

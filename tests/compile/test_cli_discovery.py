@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from nsysgen import __version__
+from nsysgen.cli import VERBS
 from nsysgen.completion import completion_script
 from nsysgen.config.compose import Composer
 from nsysgen.profile.lints import markdown_table
@@ -99,6 +100,13 @@ def test_completion_of_verbs_groups_options_and_keys(shell: str) -> None:
     ]
     assert _complete(shell, "nsysgen plan capture.dela") == ["capture.delay="]
     assert _complete(shell, "nsysgen completion z") == ["zsh "]
+    assert _complete(shell, "nsysgen reg") == ["regenerate "]
+    assert _complete(shell, "nsysgen regenerate --f") == ["--force "]
+    assert _complete(shell, "nsysgen analyze --job") == ["--job-id "]
+    # Every verb the CLI has is offered.
+    assert sorted(w.strip() for w in _complete(shell, "nsysgen ") if w.strip() in VERBS) == sorted(
+        v for v in VERBS if v != "compile"
+    )
 
 
 @pytest.mark.parametrize(
