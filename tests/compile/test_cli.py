@@ -30,7 +30,7 @@ def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
 def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path) -> None:
     result = run_nsysgen_process(cwd=tmp_path)
     assert result.code == 0, result.err
-    assert result.out == "generated/nccl-p5-slurm: 8 files (8 created)\n"
+    assert result.out == "generated/nccl-p5-slurm: 7 files (7 created)\n"
     files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert files == [
         "generated",
@@ -42,11 +42,11 @@ def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path
         "generated/nccl-p5-slurm/nsys-exec",
         "generated/nccl-p5-slurm/nsysgen-expect.json",
         "generated/nccl-p5-slurm/nsysgen-manifest.json",
-        "generated/nccl-p5-slurm/nsysgen-verify.py",
         "generated/nccl-p5-slurm/recipes.sh",
+        "generated/nsysgen-verify.py",
     ]
     again = run_nsysgen_process(cwd=tmp_path)
-    assert again.out == "generated/nccl-p5-slurm: 8 files (unchanged)\n"
+    assert again.out == "generated/nccl-p5-slurm: 7 files (unchanged)\n"
 
 
 def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli: RunCli) -> None:

@@ -62,13 +62,15 @@ def points(root: Path) -> list[str]:
 def test_sweep_grammar_and_point_names(
     args: list[str], expected: list[str], tmp_path: Path, run_cli: RunCli
 ) -> None:
-    result = run_cli("-m", *args, f"output_dir={tmp_path}")
+    # A training workload: nccl-tests' own window (NSG018) would refuse these delays.
+    result = run_cli("-m", "workload=fsdp", *args, f"output_dir={tmp_path}")
     assert result.code == 0, result.err
-    (root,) = tmp_path.iterdir()  # one sweep root, named after what the points share
+    # One sweep root, named after what the points share (beside it, the shared verifier).
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert points(root) == expected
     index = json.loads((root / "nsysgen-sweep.json").read_text())
     assert sorted(p["name"] for p in index["points"]) == expected
-    assert index["command"] == shlex.join(["nsysgen", "-m", *args])
+    assert index["command"] == shlex.join(["nsysgen", "-m", "workload=fsdp", *args])
 
 
 def test_paired_steps_reach_each_point(tmp_path: Path, run_cli: RunCli) -> None:
@@ -161,12 +163,18 @@ def test_sweep_bytes_do_not_depend_on_directory_user_or_hash_seed(tmp_path: Path
         cwd.mkdir(parents=True)
         env = {**os.environ, "USER": user, "PYTHONHASHSEED": seed, "HOME": str(cwd)}
         result = run_nsysgen_process(
-            "-m", "cluster=p4de,p5", "capture.delay+capture.duration=30:60,90:30", cwd=cwd, env=env
+            "-m",
+            "workload=fsdp",
+            "cluster=p4de,p5",
+            "capture.delay+capture.duration=30:60,90:30",
+            cwd=cwd,
+            env=env,
         )
         assert result.code == 0, result.err
         trees.append(tree_bytes(cwd / "generated"))
     assert trees[0] == trees[1]
-    assert len(trees[0]) == 4 * 9 + 1  # 9 files per point (manifest included), the index
+    # 8 files per point (manifest included), the index, the one verifier above the points.
+    assert len(trees[0]) == 4 * 8 + 2
 
 
 @pytest.mark.slow
