@@ -39,15 +39,21 @@ kubectl run "$pod" --namespace "$namespace" --image=busybox:1.36 --restart=Never
 trap 'kubectl delete pod "$pod" --namespace "$namespace" --wait=false >/dev/null' EXIT
 kubectl wait --namespace "$namespace" --for=condition=Ready "pod/$pod" --timeout=180s
 # In the helper pod (busybox): the report files of the run (all, without a time), as one tar
-# stream. The folder and the time are arguments, never part of the script.
+# stream, with the captures nsys could not finish before its pod ended: a .qdstrm in the pod's
+# TMPDIR folder under .nsysgen/, which the verifier converts. The folder and the time are
+# arguments, never part of the script.
 # shellcheck disable=SC2016 # expanded by the pod's shell
 kubectl exec --namespace "$namespace" "$pod" -- sh -c '
   cd "$1" || exit 1
   if [ -n "$2" ]; then
     touch -d "$2" /tmp/since || exit 1
-    find . -maxdepth 1 -type f -newer /tmp/since > /tmp/files
+    set -- -newer /tmp/since
   else
-    find . -maxdepth 1 -type f > /tmp/files
+    set --
+  fi
+  find . -maxdepth 1 -type f "$@" > /tmp/files
+  if [ -d .nsysgen ]; then
+    find .nsysgen -type f -name "*.qdstrm" "$@" >> /tmp/files
   fi
   tar -cf - -T /tmp/files' sh /fsx/nsight-reports/fsdp-p4de-eks "$since" | tar -xf - -C "$dest"
 ls -l "$dest"

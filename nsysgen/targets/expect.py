@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -131,9 +132,15 @@ def _step_ranges(config: Config) -> dict[str, Any] | None:
     return None if ranges is None else asdict(ranges)
 
 
-def verify_files(config: Config, plan: ProfilePlan, target: Scheduler) -> list[ArtifactSpec]:
+def verify_files(
+    config: Config, plan: ProfilePlan, target: Scheduler, extra: Mapping[str, Any] | None = None
+) -> list[ArtifactSpec]:
     """What nsysgen-verify.py (one copy at the output root: nsysgen/output/shared.py) expects
-    of this job."""
-    data = {"_generated": f"{_HEADER} From `nsysgen plan`.", **expectations(config, plan, target)}
+    of this job; `extra`: what only the target knows (where a cut-off capture stays)."""
+    data = {
+        "_generated": f"{_HEADER} From `nsysgen plan`.",
+        **expectations(config, plan, target),
+        **(extra or {}),
+    }
     text = json.dumps(data, indent=1, sort_keys=True)
     return [ArtifactSpec(EXPECT_FILE, "common/raw.j2", {"text": text})]

@@ -93,6 +93,16 @@ CASES = {
         [*STEPS, "capture.first_step=100", "capture.last_step=104"],
         [*STEPS, "capture.first_step=95", "capture.last_step=99"],
     ),
+    # EKS pods run the image's script: a patch needs a rebuilt image, the zero-patch helper not.
+    "NSG019": (
+        [*EKS, "capture=steps", "capture.step_method=patch"],
+        [*EKS, "capture=steps", "capture.step_method=hook"],
+    ),
+    # Trainer 2.2's runtimePatches have no terminationGracePeriodSeconds; 2.3's do.
+    "NSG020": (
+        [*EKS, "target.trainer_version=2.2"],
+        [*EKS, "target.trainer_version=2.3"],
+    ),
     # The default nccl-tests (8 B..2 GiB, 2 x p5) run ~8 s, ~11 s at half the bus bandwidth.
     "NSG018": (
         ["workload=nccl", "capture=window", "capture.delay=30"],

@@ -11,18 +11,38 @@ from nsysgen.output.render import ArtifactSpec
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan, RecordedTasks
 from nsysgen.profile.recipes import recipe_runs
-from nsysgen.profile.workloads import SITE_FILE, step_window_env, typed_block, uses_site
+from nsysgen.profile.teardown import write_seconds
+from nsysgen.profile.workloads import (
+    SITE_FILE,
+    step_method,
+    step_window_env,
+    typed_block,
+    uses_site,
+)
 from nsysgen.targets.common import recipes_script, upload_script, workload_files
-from nsysgen.targets.eks.checks import EVERY_POD_LINT, checks, job_kind
+from nsysgen.targets.eks.checks import (
+    EVERY_POD_LINT,
+    GRACE_LINT,
+    PATCHED_IMAGE_LINT,
+    checks,
+    job_kind,
+)
 from nsysgen.targets.eks.helm import helm_values, profile_config, tool_args
 from nsysgen.targets.eks.injection import (
     injection_pattern,
     process_lines,
 )
-from nsysgen.targets.eks.jobs import fetch_pod_overrides, pytorchjob, site_configmap, trainjob
+from nsysgen.targets.eks.jobs import (
+    fetch_pod_overrides,
+    grace_seconds,
+    pytorchjob,
+    site_configmap,
+    trainjob,
+)
 from nsysgen.targets.eks.names import (
     EKS_POD_VARS,
     SITE_CONFIGMAP_FILE,
+    STATE_DIR,
     bucket,
     coordinator_mode,
     eks_settings,
@@ -31,6 +51,8 @@ from nsysgen.targets.eks.names import (
     recorded,
     recording_nodes,
     report_output,
+    reports_on_volume,
+    state_pods,
 )
 from nsysgen.targets.eks.settings import EksSettings
 from nsysgen.targets.expect import verify_files
@@ -63,10 +85,23 @@ def _scripts_context(config: Config) -> dict[str, Any]:
     }
 
 
+# Where a report that the pod's end cut off goes, for nsysgen-verify.py.
+CUT_OFF_LOST = (
+    "a report nsys was still writing when the pod ended is lost: Nsight Operator 26.x stages it "
+    "inside the container and uploads it only once written (see README, Teardown)"
+)
+
+
+def _verify_extra(config: Config) -> dict[str, Any]:
+    if reports_on_volume(config):
+        return {"pods": state_pods(config)}  # each pod's TMPDIR folder under .nsysgen/
+    return {"cut_off": CUT_OFF_LOST}
+
+
 def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     target = eks_settings(config)
     context = _scripts_context(config)
-    job = trainjob(config) if target.job == "trainjob" else pytorchjob(config)
+    job = trainjob(config, plan) if target.job == "trainjob" else pytorchjob(config, plan)
     specs = [
         ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
         ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job}),
@@ -74,7 +109,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         recipes_script(config),
         # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
         *[spec for spec in workload_files(config) if spec.path != SITE_FILE],
-        *verify_files(config, plan, TARGET),
+        *verify_files(config, plan, TARGET, _verify_extra(config)),
     ]
     if uses_site(config):
         specs.append(
@@ -123,6 +158,13 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "step_env": dict(step_window_env(config)),
         "steps": plan.steps,
         "recipe_folders": [run.folder for run in recipe_runs(config)],
+        "deadline_s": plan.time_limit_s,
+        "grace_s": grace_seconds(config, plan),
+        "write_s": write_seconds(plan),
+        "grace_patched": target.job != "trainjob" or target.trainer_version != "2.2",
+        "patched_script": step_method(config) == "patch",
+        "on_volume": reports_on_volume(config),
+        "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
     return specs
@@ -133,10 +175,13 @@ class Eks:
     unit = "pod"
     variables = EKS_POD_VARS
     misleading_variables: Mapping[str, str] = {}
-    lints: tuple[Lint, ...] = (EVERY_POD_LINT,)
+    lints: tuple[Lint, ...] = (EVERY_POD_LINT, PATCHED_IMAGE_LINT, GRACE_LINT)
     schema = None
 
     def settings(self, block: Block) -> TargetSettings:
+        # `target.trainer_version=2.3` reaches here as the number Hydra reads in it.
+        version = block["trainer_version"]
+        block = {**block, "trainer_version": version if isinstance(version, str) else f"{version}"}
         settings: EksSettings = typed_block(EksSettings, block)
         return settings
 

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.teardown import write_seconds
+from nsysgen.profile.workloads import step_method
 from nsysgen.targets.eks.injection import (
     injection_issues,
 )
-from nsysgen.targets.eks.names import DNS_1035, chosen_nodes, eks_settings
+from nsysgen.targets.eks.names import (
+    DNS_1035,
+    chosen_nodes,
+    eks_settings,
+    reports_on_volume,
+)
+
+# Kubeflow Trainer 2.4 refuses runtimes whose replicated job names are longer (release notes).
+TRAINER_24_JOB_NAME_MAX = 20
+# A pod's grace period where nothing sets it (Kubernetes' default).
+DEFAULT_GRACE_S = 30
 
 
 def job_kind(config: Config) -> str:
@@ -42,6 +55,8 @@ def checks(config: Config) -> Iterator[Issue]:
         )
     yield from _split_args(config)
     yield from _rank_issues(config)
+    yield from _volume_issues(config)
+    yield from _trainer_issues(config)
     coordinated = target.injector == "operator-26" and target.coordinator is True
     if coordinated and config.capture.mode != "window":
         yield Issue(
@@ -51,6 +66,36 @@ def checks(config: Config) -> Iterator[Issue]:
             "capture=window)",
         )
     yield from injection_issues(config)
+
+
+def _volume_issues(config: Config) -> Iterator[Issue]:
+    """The injectors that write to the shared volume need the report folder on it: the pods
+    mount a folder of it by its path relative to the volume."""
+    if not reports_on_volume(config):
+        return
+    shared, reports = config.cluster.shared_fs, config.capture.report_dir
+    relative = posixpath.relpath(reports, shared) if reports.startswith("/") else ".."
+    if relative.startswith(".."):  # NSG007 too, unless switched off
+        yield Issue(
+            "capture.report_dir",
+            f"{reports!r} is not a folder inside the shared volume mounted at {shared!r} "
+            f"(cluster.shared_fs), where {eks_settings(config).injector} writes reports "
+            f"(allowed: a folder under {shared}/, e.g. {shared}/nsight-reports/{config.job.name})",
+        )
+
+
+def _trainer_issues(config: Config) -> Iterator[Issue]:
+    target = eks_settings(config)
+    if target.job != "trainjob":
+        return
+    name = target.runtime_job
+    if target.trainer_version == "2.4" and len(name) > TRAINER_24_JOB_NAME_MAX:
+        yield Issue(
+            "target.runtime_job",
+            f"{name!r} has {len(name)} characters; Kubeflow Trainer 2.4 limits a runtime's "
+            f"replicated job names to {TRAINER_24_JOB_NAME_MAX} (allowed: the name of the "
+            "runtime's job, at most 20 characters, or target.trainer_version=2.3 or 2.2)",
+        )
 
 
 _SHELL_SYNTAX = frozenset("$`;&|<>()[]*?!#\\'\"")
@@ -134,4 +179,49 @@ EVERY_POD_LINT = Lint(
     "accept the cost, record every node, or use target.job=pytorchjob to label only some pods",
     "warning",
     _every_pod_under_nsys,
+)
+
+
+def _patched_image(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if step_method(config) != "patch":
+        return
+    yield (
+        "capture.step_method",
+        "the step window needs the patched training script inside the pods: nsysgen wrote the "
+        "patch (see README), but the pods run the script of "
+        f"{config.workload.container_image or 'the image'}, which must be rebuilt with it",
+    )
+
+
+PATCHED_IMAGE_LINT = Lint(
+    "NSG019",
+    "a training-loop patch reaches EKS pods only in a rebuilt image",
+    "rebuild and push the image with the patched script, or use capture.step_method=hook "
+    "(zero-patch: the helper reaches the pods through a ConfigMap, nothing to rebuild)",
+    "warning",
+    _patched_image,
+)
+
+
+def _grace_unpatchable(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    target = eks_settings(config)
+    if target.job != "trainjob" or target.trainer_version != "2.2":
+        return
+    need = write_seconds(plan)
+    yield (
+        "target.trainer_version",
+        f"Kubeflow Trainer 2.2's runtimePatches cannot set terminationGracePeriodSeconds, so "
+        f"the pods get the runtime's ({DEFAULT_GRACE_S} s unless it sets one); nsys needs about "
+        f"{need} s to write a report of ~{plan.size.bytes_per_report / 1e6:.0f} MB after the "
+        "deadline's SIGTERM, or the report is cut off",
+    )
+
+
+GRACE_LINT = Lint(
+    "NSG020",
+    "Trainer 2.2 cannot give the pods time to write their reports",
+    "set terminationGracePeriodSeconds in the runtime's pod template, or use Trainer 2.3 or "
+    "later (target.trainer_version)",
+    "warning",
+    _grace_unpatchable,
 )

@@ -9,7 +9,7 @@ from nsysgen.profile.plan import ProfilePlan
 from nsysgen.targets.eks.injection import (
     injection_pattern,
 )
-from nsysgen.targets.eks.names import REPORTS_VOLUME, coordinator_mode, eks_settings, injector
+from nsysgen.targets.eks.names import coordinator_mode, eks_settings, injector
 
 
 def devtool_args(plan: ProfilePlan) -> str:
@@ -34,13 +34,10 @@ def helm_values(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     target = eks_settings(config)
     if target.injector == "operator-26":
         return helm_values_26(config, plan)
-    volumes = [{"name": REPORTS_VOLUME, "persistentVolumeClaim": {"claimName": target.reports_pvc}}]
-    mounts = [{"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs}]
-    profile: dict[str, Any] = {
-        "devtoolArgs": devtool_args(plan),
-        "volumes": volumes,
-        "volumeMounts": mounts,
-    }
+    # No profile.volumes/volumeMounts: the job's pod spec declares the reports volume (and the
+    # mounts that create the report folder); the webhook would add a second volume of the same
+    # name, which the API server rejects.
+    profile: dict[str, Any] = {"devtoolArgs": devtool_args(plan)}
     if target.injector == "sidecar":
         profile["injectionMatch"] = injection_pattern(config)
     else:

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import header, render_template
+from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.teardown import write_seconds
 from nsysgen.profile.workloads import step_window_env, uses_site
 from nsysgen.targets.eks.injection import (
     torchrun_args,
 )
 from nsysgen.targets.eks.names import (
     NSYS_TMP,
+    POD_VAR,
     REPORTS_VOLUME,
     SITE_MOUNT,
     SITE_VOLUME,
-    TRAINER_STEP,
+    STATE_DIR,
+    TRAINER_CONTAINER,
     _site_configmap_name,
     eks_settings,
     injector,
     profiled_replicas,
+    report_subpath,
+    reports_on_volume,
+    runtime_job,
 )
 
 
@@ -56,6 +64,9 @@ def _env(config: Config) -> list[dict[str, Any]]:
         {"name": name, "valueFrom": {"secretKeyRef": {"name": ref["secret"], "key": ref["key"]}}}
         for name, ref in sorted(target.secret_env.items())
     ]
+    if reports_on_volume(config):
+        # The pod's name, for the TMPDIR mount's subPathExpr (one folder per pod).
+        env.append({"name": POD_VAR, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
     return env
 
 
@@ -67,30 +78,41 @@ def _resources(config: Config) -> dict[str, Any]:
     return {"requests": resources, "limits": dict(resources)}
 
 
-def _reports_on_pvc(config: Config) -> bool:
-    return not injector(config).names_reports  # 26.x uploads reports to its storage
+def grace_seconds(config: Config, plan: ProfilePlan) -> int:
+    """terminationGracePeriodSeconds: the time between SIGTERM (at the job's deadline, or on
+    delete) and SIGKILL, room for nsys to write a report of this setup, as Slurm's early
+    --signal=TERM@S gives it; or the configured value."""
+    configured = eks_settings(config).termination_grace_period_s
+    return configured if configured is not None else write_seconds(plan)
 
 
 def _mounts(config: Config) -> list[dict[str, Any]]:
-    mounts: list[dict[str, Any]] = [
-        {"name": "dshm", "mountPath": "/dev/shm"},
-        {"name": "nsys-tmp", "mountPath": NSYS_TMP},
-    ]
-    if _reports_on_pvc(config):
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if reports_on_volume(config):
+        # The reports volume is declared here only (the injector's values add none). nsys's
+        # TMPDIR is a folder of the pod in the report folder: the kubelet creates a mount's
+        # sub-path, so the report folder exists before nsys writes, and a capture the pod's end
+        # cut off stays on the volume as a .qdstrm, not in an emptyDir that goes with the pod.
         mounts.append({"name": REPORTS_VOLUME, "mountPath": config.cluster.shared_fs})
+        state = posixpath.normpath(
+            posixpath.join(report_subpath(config), STATE_DIR, f"$({POD_VAR})")
+        )
+        mounts.append({"name": REPORTS_VOLUME, "mountPath": NSYS_TMP, "subPathExpr": state})
+    else:
+        mounts.append({"name": "nsys-tmp", "mountPath": NSYS_TMP})
     if uses_site(config):
         mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
     return mounts
 
 
 def _volumes(config: Config) -> list[dict[str, Any]]:
-    volumes: list[dict[str, Any]] = [
-        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-        {"name": "nsys-tmp", "emptyDir": {}},
-    ]
-    if _reports_on_pvc(config):
+    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    if reports_on_volume(config):
         claim = {"claimName": eks_settings(config).reports_pvc}
         volumes.append({"name": REPORTS_VOLUME, "persistentVolumeClaim": claim})
+    else:
+        # 26.x stages reports in the container and uploads them: no shared volume to keep.
+        volumes.append({"name": "nsys-tmp", "emptyDir": {}})
     if uses_site(config):
         configmap = {"name": _site_configmap_name(config)}
         volumes.append({"name": SITE_VOLUME, "configMap": configmap})
@@ -113,7 +135,7 @@ def _container(config: Config) -> dict[str, Any]:
     }
 
 
-def pytorchjob(config: Config) -> dict[str, Any]:
+def pytorchjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     target = eks_settings(config)
     labelled = profiled_replicas(config)
 
@@ -127,7 +149,7 @@ def pytorchjob(config: Config) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "terminationGracePeriodSeconds": target.termination_grace_period_s,
+                    "terminationGracePeriodSeconds": grace_seconds(config, plan),
                     "nodeSelector": {
                         "node.kubernetes.io/instance-type": config.cluster.instance_type
                     },
@@ -146,36 +168,47 @@ def pytorchjob(config: Config) -> dict[str, Any]:
         "metadata": {"name": config.job.name, "namespace": target.namespace},
         "spec": {
             "nprocPerNode": str(config.cluster.gpus_per_node),
-            "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
+            "runPolicy": {
+                # job.time_limit_min: the operator ends the job there (SIGTERM, then SIGKILL
+                # after the grace period), as Slurm's --time does.
+                "activeDeadlineSeconds": plan.time_limit_s,
+                "backoffLimit": 0,
+                "cleanPodPolicy": "None",
+            },
             "pytorchReplicaSpecs": specs,
         },
     }
 
 
-def trainjob(config: Config) -> dict[str, Any]:
+def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     """A Kubeflow Trainer v2 TrainJob on the torch-distributed runtime.
 
     The trainer block carries image, torchrun, nodes, GPUs and EFA devices, env and secret
-    references; one runtimePatches entry (the v2.2+ API) adds what the trainer block cannot:
-    the injector label, the volumes and their mounts, the node selector. Every pod of the one
+    references; one runtimePatches entry adds what the trainer block cannot: the injector
+    label, the volumes and their mounts, the node selector, the grace period. The Trainer merges
+    it into the runtime's replicated job of that name with Kubernetes' strategic merge (lists of
+    volumes, containers and mounts by their keys): 2.2 job by job, 2.3 and later over the whole
+    JobSet spec, where a job the runtime lacks would be appended. Every pod of the one
     replicated job gets the same patch, so every pod is labelled (see recording_nodes).
     """
     target = eks_settings(config)
     labels = {"app": config.job.name, injector(config).label: "enabled"}
-    pod_patch = {
-        "metadata": {"labels": labels},
-        "spec": {
-            "terminationGracePeriodSeconds": target.termination_grace_period_s,
-            "nodeSelector": {"node.kubernetes.io/instance-type": config.cluster.instance_type},
-            "volumes": _volumes(config),
-            "containers": [{"name": TRAINER_STEP, "volumeMounts": _mounts(config)}],
-        },
+    pod_spec: dict[str, Any] = {
+        "nodeSelector": {"node.kubernetes.io/instance-type": config.cluster.instance_type},
+        "volumes": _volumes(config),
+        "containers": [{"name": TRAINER_CONTAINER, "volumeMounts": _mounts(config)}],
     }
+    if target.trainer_version != "2.2":  # 2.3 added it to the pod patch; lint NSG020 on 2.2
+        pod_spec["terminationGracePeriodSeconds"] = grace_seconds(config, plan)
+    pod_patch = {"metadata": {"labels": labels}, "spec": pod_spec}
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": config.job.name, "namespace": target.namespace},
         "spec": {
+            # job.time_limit_min: the Trainer deletes the JobSet there (SIGTERM to the pods,
+            # SIGKILL after the grace period), as Slurm's --time does.
+            "activeDeadlineSeconds": plan.time_limit_s,
             "runtimeRef": {
                 "apiGroup": "trainer.kubeflow.org",
                 "kind": target.runtime_kind,
@@ -200,7 +233,7 @@ def trainjob(config: Config) -> dict[str, Any]:
                             "spec": {
                                 "replicatedJobs": [
                                     {
-                                        "name": TRAINER_STEP,
+                                        "name": runtime_job(config),
                                         "template": {"spec": {"template": pod_patch}},
                                     }
                                 ]

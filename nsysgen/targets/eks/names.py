@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -129,7 +130,17 @@ def recording_nodes(config: Config) -> list[int]:
     return [n for n in range(nodes) if ("Master" if n == 0 else "Worker") in labelled]
 
 
-NSYS_TMP = "/nsys-tmp"  # an emptyDir: writable and exec-able whatever the image's /tmp is
+NSYS_TMP = "/nsys-tmp"  # nsys's TMPDIR: writable and exec-able whatever the image's /tmp is
+
+
+# Where nsys writes a capture before converting it, per pod, in the report folder on the shared
+# volume (the pod's TMPDIR is mounted there with subPathExpr): a report that the pod's end cut
+# off stays as a .qdstrm where fetch-reports.sh and verify find it. The verifier knows the name.
+STATE_DIR = ".nsysgen"
+
+
+# The pod's own name, from the downward API, for the mount's subPathExpr.
+POD_VAR = "NSYSGEN_POD"
 
 
 SITE_MOUNT = "/nsysgen-site"  # the zero-patch step helper, from the job's ConfigMap
@@ -145,7 +156,34 @@ def _site_configmap_name(config: Config) -> str:
     return f"{config.job.name}-nsysgen-site"
 
 
-TRAINER_STEP = "node"  # the torch-distributed runtime's replicated job and container
+# The container the Trainer runs the trainer block in (its constants.Node), whatever the runtime.
+TRAINER_CONTAINER = "node"
+
+
+def runtime_job(config: Config) -> str:
+    """The runtime's replicated job that runs torchrun (runtimePatches name it)."""
+    return eks_settings(config).runtime_job
+
+
+def reports_on_volume(config: Config) -> bool:
+    """The injector writes reports to the shared volume (1.x and the sidecar); 26.x uploads them
+    to its storage."""
+    return not injector(config).names_reports
+
+
+def report_subpath(config: Config) -> str:
+    """The report folder relative to the shared volume's mount (checks refuse one outside)."""
+    return posixpath.relpath(config.capture.report_dir, config.cluster.shared_fs)
+
+
+def state_pods(config: Config) -> list[str]:
+    """The pod name of node 0, and a format of the others' ({node}: the node index, {worker}:
+    the Worker replica's): the verifier finds each pod's folder under STATE_DIR by it (JobSet
+    pods carry a random suffix after it). Job and job names are DNS labels: no braces."""
+    name = config.job.name
+    if eks_settings(config).job == "trainjob":
+        return [_pod_name(config, 0), f"{name}-{runtime_job(config)}-0-{{node}}"]
+    return [_pod_name(config, 0), f"{name}-worker-{{worker}}"]
 
 
 def chosen_nodes(config: Config) -> list[int]:
@@ -157,7 +195,8 @@ def chosen_nodes(config: Config) -> list[int]:
 
 def _pod_name(config: Config, node: int) -> str:
     if eks_settings(config).job == "trainjob":
-        return f"{config.job.name}-{TRAINER_STEP}-0-{node}"  # JobSet: <job>-<step>-<job#>-<pod#>
+        # JobSet: <job>-<replicated job>-<job#>-<pod#> (and a random suffix)
+        return f"{config.job.name}-{runtime_job(config)}-0-{node}"
     return f"{config.job.name}-{'master' if node == 0 else 'worker'}-{0 if node == 0 else node - 1}"
 
 

@@ -10,6 +10,7 @@ from nsysgen.model import TargetSettings
 
 JobKind = Literal["trainjob", "pytorchjob"]
 InjectorKind = Literal["operator-26", "operator-1", "sidecar"]
+TrainerVersion = Literal["2.2", "2.3", "2.4"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,8 @@ class EksSettings(TargetSettings):
     job: JobKind
     runtime: str  # the TrainJob's runtimeRef.name
     runtime_kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"]
+    runtime_job: str  # the runtime's replicated job that runs torchrun (runtimePatches name it)
+    trainer_version: TrainerVersion  # the Kubeflow Trainer the TrainJob is written for
     injector: InjectorKind
     charts: Mapping[str, str]  # injector -> Helm chart URL
     release: str
@@ -33,6 +36,6 @@ class EksSettings(TargetSettings):
     torchrun_path: str
     injection_match: str | None
     restart_policy: str
-    termination_grace_period_s: int
+    termination_grace_period_s: int | None  # None: sized from the report-size estimate
     secret_env: Mapping[str, Mapping[str, str]]  # variable -> {secret, key}
     extra_resources: Mapping[str, Any]

@@ -147,7 +147,7 @@ def expected_reports(expect: dict[str, Any]) -> Iterator[dict[str, Any]]:
         unit = group["unit"]
         if "tasks" in group:
             for task, node, local, name, collects in group["tasks"]:
-                yield _entry(unit, task, node, local, name, collects)
+                yield _with_pod(expect, _entry(unit, task, node, local, name, collects))
             continue
         per_node, (start, stop) = group["per_node"], group["nodes"]
         collecting = set(group["collecting_locals"])
@@ -155,7 +155,18 @@ def expected_reports(expect: dict[str, Any]) -> Iterator[dict[str, Any]]:
             for local in group["locals"]:
                 task = node * per_node + local
                 name = expand_parts(group["name"], (task, node, local))
-                yield _entry(unit, task, node, local, name, local in collecting)
+                entry = _entry(unit, task, node, local, name, local in collecting)
+                yield _with_pod(expect, entry)
+
+
+def _with_pod(expect: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """EKS: the name of the entry's pod (its node's), whose folder under .nsysgen/ is nsys's
+    TMPDIR, where a capture the pod's end cut off stays."""
+    pods = expect.get("pods")
+    if pods:
+        node = entry["node"]
+        entry["pod"] = pods[0] if node == 0 else pods[1].format(node=node, worker=node - 1)
+    return entry
 
 
 def _entry(
@@ -895,6 +906,21 @@ def _expected_name(
     return str(fmt.format(job=job_id, node=node))
 
 
+def _state_dirs(report_dir: Path, entry: dict[str, Any]) -> list[Path]:
+    """nsys's TMPDIR of the entry's task (Slurm: task<N>) or pod (EKS: the pod's name, which
+    JobSet follows with a random suffix) under the run's .nsysgen/."""
+    state = report_dir / STATE_DIR
+    pod = entry.get("pod")
+    if pod is None:
+        task = state / f"task{entry['task']}"
+        return [task] if task.is_dir() else []
+    if not state.is_dir():
+        return []
+    return sorted(
+        d for d in state.iterdir() if d.is_dir() and (d.name == pod or d.name.startswith(pod + "-"))
+    )
+
+
 def _salvage(
     expect: dict[str, Any],
     entry: dict[str, Any],
@@ -908,9 +934,9 @@ def _salvage(
     """Convert a .qdstrm left by a killed nsys (in the report folder, or in the task's temp dir
     under .nsysgen/) into the report; None if there is none or it does not convert."""
     salvage = qdstrms[:1]
-    state = report_dir / STATE_DIR / f"task{entry['task']}"
-    if not salvage and state.is_dir():
-        salvage = sorted(state.rglob("*.qdstrm"))[:1]
+    for state in _state_dirs(report_dir, entry):
+        if not salvage:
+            salvage = sorted(state.rglob("*.qdstrm"))[:1]
     if not salvage:
         return None
     source = salvage[0]
@@ -962,6 +988,8 @@ def _check_one(
         finding.problems.append("no report")
         finding.causes.append(never_opened(expect))
         finding.causes.append("or the task was killed before nsys wrote anything")
+        if expect.get("cut_off"):
+            finding.causes.append(expect["cut_off"])
         return finding
     finding.report = report.name
     for extra in reps[1:]:
