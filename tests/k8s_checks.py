@@ -57,11 +57,7 @@ def _crd_validator(path: Path = CRD) -> jsonschema.Draft4Validator:
 
 def crd_problems(job: dict[str, Any]) -> list[str]:
     """The PyTorchJob or TrainJob against its CRD copy, unknown fields rejected."""
-    validator = _crd_validator(TRAINJOB_CRD if job.get("kind") == "TrainJob" else CRD)
-    return [
-        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
-        for e in sorted(validator.iter_errors(job), key=lambda e: list(e.absolute_path))
-    ]
+    return crd_problems_against(job, TRAINJOB_CRD if job.get("kind") == "TrainJob" else CRD)
 
 
 @cache
@@ -207,4 +203,53 @@ def profile_config_problems(resource: dict[str, Any]) -> list[str]:
     return [
         f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
         for e in validator.iter_errors(resource)
+    ]
+
+
+_ENV_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def pod_spec_problems(spec: dict[str, Any]) -> list[str]:
+    """What the API server's pod validation refuses and a JSON schema cannot see: volume names
+    that repeat, a container's mount paths that repeat, a mount of no volume, a subPathExpr
+    that names a variable the container does not define (the kubelet would leave it as is)."""
+    problems = []
+    names = [v["name"] for v in spec.get("volumes", [])]
+    problems += [f"volume {n!r} declared twice" for n in sorted(set(names)) if names.count(n) > 1]
+    for container in spec.get("containers", []) + spec.get("initContainers", []):
+        mounts = container.get("volumeMounts", [])
+        paths = [m["mountPath"] for m in mounts]
+        label = container["name"]
+        problems += [
+            f"{label}: {p!r} mounted twice" for p in sorted(set(paths)) if paths.count(p) > 1
+        ]
+        defined = {e["name"] for e in container.get("env", [])}
+        for mount in mounts:
+            if mount["name"] not in names:
+                problems.append(f"{label}: mount of undeclared volume {mount['name']!r}")
+            for var in _ENV_REF.findall(mount.get("subPathExpr", "")):
+                if var not in defined:
+                    problems.append(f"{label}: subPathExpr names undefined variable {var}")
+    return problems
+
+
+def inject(spec: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """A labelled pod's spec after the 1.x injector's webhook: its profile.volumes appended to
+    the pod's, its profile.volumeMounts to each container's (as the guide's values expect)."""
+    profile = values.get("profile", {})
+    out = copy.deepcopy(spec)
+    out["volumes"] = out.get("volumes", []) + profile.get("volumes", [])
+    for container in out["containers"]:
+        container["volumeMounts"] = container.get("volumeMounts", []) + profile.get(
+            "volumeMounts", []
+        )
+    return out
+
+
+def crd_problems_against(job: dict[str, Any], crd: Path) -> list[str]:
+    """The job against one CRD copy (a release's), unknown fields rejected."""
+    validator = _crd_validator(crd)
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in sorted(validator.iter_errors(job), key=lambda e: list(e.absolute_path))
     ]

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suite runs for real: Slurm + munge (local cluster),
 # ShellCheck (generated scripts), zsh (its completion is tested), libssh-dev (QdstrmImporter of the unpacked nsys 2023.4.4),
-# BusyBox (what fetch-reports.sh runs in its helper pod, the busybox image's shell and tools).
+# BusyBox (what fetch-reports.sh runs in its helper pod, the busybox image's shell and tools),
+# kubectl (its offline strategic merge patch: how Kubeflow Trainer merges runtimePatches).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 missing=()
-for cmd_pkg in slurmctld:slurm-wlm munged:munge shellcheck:shellcheck zsh:zsh busybox:busybox; do
+for cmd_pkg in slurmctld:slurm-wlm munged:munge shellcheck:shellcheck zsh:zsh busybox:busybox kubectl:kubernetes-client; do
   command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || missing+=("${cmd_pkg#*:}")
 done
 [ -e /usr/lib/x86_64-linux-gnu/libssh.so ] || missing+=(libssh-dev)
