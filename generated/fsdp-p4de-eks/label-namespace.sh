@@ -4,6 +4,9 @@
 #
 # Profiles every new pod of a namespace (instead of only the pods pytorchjob.yaml labels) whose
 # process matches the injector's pattern. Usage: label-namespace.sh [NAMESPACE]  (default: default)
+# Their reports go to /fsx/nsight-reports/fsdp-p4de-eks too: only a pod that mounts the reports volume as the
+# job's pods do (the volume, and nsys's TMPDIR folder in the report folder) has that folder;
+# nsys cannot create it, and leaves the report of any other pod inside that pod.
 set -euo pipefail
 
 namespace=${1:-default}

@@ -82,6 +82,7 @@ def _scripts_context(config: Config) -> dict[str, Any]:
         "coordinator": coordinator_mode(config),
         "delay": config.capture.delay_s,
         "duration": config.capture.duration,
+        "on_volume": reports_on_volume(config),
     }
 
 
@@ -163,7 +164,6 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "write_s": write_seconds(plan),
         "grace_patched": target.job != "trainjob" or target.trainer_version != "2.2",
         "patched_script": step_method(config) == "patch",
-        "on_volume": reports_on_volume(config),
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
