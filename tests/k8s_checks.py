@@ -247,9 +247,35 @@ def inject(spec: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
 
 
 def crd_problems_against(job: dict[str, Any], crd: Path) -> list[str]:
-    """The job against one CRD copy (a release's), unknown fields rejected."""
+    """The job against one CRD copy (a release's), unknown fields rejected, and the keys of its
+    keyed lists (x-kubernetes-list-type: map) unique, as the API server requires."""
     validator = _crd_validator(crd)
-    return [
+    problems = [
         f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
         for e in sorted(validator.iter_errors(job), key=lambda e: list(e.absolute_path))
     ]
+    schema = yaml.safe_load(crd.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return problems + _list_key_problems(schema, job, "")
+
+
+def _list_key_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]:
+    problems = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = schema.get("properties", {}).get(key)
+            if sub is None and isinstance(schema.get("additionalProperties"), dict):
+                sub = schema["additionalProperties"]
+            if sub is not None:
+                problems += _list_key_problems(sub, item, f"{path}.{key}")
+    elif isinstance(value, list):
+        keys = schema.get("x-kubernetes-list-map-keys")
+        if schema.get("x-kubernetes-list-type") == "map" and keys:
+            seen = [tuple(item.get(k) for k in keys) for item in value if isinstance(item, dict)]
+            problems += [
+                f"{path}: duplicate {dict(zip(keys, key, strict=True))}"
+                for key in sorted(set(seen), key=str)
+                if seen.count(key) > 1
+            ]
+        for index, item in enumerate(value):
+            problems += _list_key_problems(schema.get("items", {}), item, f"{path}[{index}]")
+    return problems

@@ -46,6 +46,38 @@ def trainjob_crd(version: str) -> Path:
     return DATA / VERSIONS[CRD_OF[version]] / "trainer.kubeflow.org_trainjobs.yaml"
 
 
+def admission_problems(trainjob: dict[str, Any], source: dict[str, Any]) -> list[str]:
+    """The TrainJob webhook's checks of runtimePatches against the runtime (both releases:
+    pkg/runtime/framework/plugins/jobset/jobset.go): a patched replicated job and its
+    containers must exist in the runtime, and the initializer and node containers take no env
+    from a patch."""
+    jobs = {
+        job["name"]: {c["name"] for c in job["template"]["spec"]["template"]["spec"]["containers"]}
+        | {c["name"] for c in job["template"]["spec"]["template"]["spec"].get("initContainers", [])}
+        for job in source["spec"]["template"]["spec"]["replicatedJobs"]
+    }
+    problems = []
+    for entry in trainjob["spec"].get("runtimePatches", []):
+        spec = ((entry.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for job in spec.get("replicatedJobs", []):
+            if job["name"] not in jobs:
+                problems.append(f"replicated job {job['name']!r} is not in the runtime")
+                continue
+            pod = ((job.get("template") or {}).get("spec") or {}).get("template") or {}
+            for container in (pod.get("spec") or {}).get("containers", []) + (
+                pod.get("spec") or {}
+            ).get("initContainers", []):
+                if container["name"] not in jobs[job["name"]]:
+                    problems.append(f"container {container['name']!r} is not in {job['name']}")
+                elif container.get("env") and container["name"] in (
+                    "dataset-initializer",
+                    "model-initializer",
+                    "node",
+                ):
+                    problems.append(f"env for container {container['name']!r}")
+    return problems
+
+
 def merge_template(template: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """A JobTemplateSpec with a strategic merge patch applied, by kubectl."""
     tool = kubectl()

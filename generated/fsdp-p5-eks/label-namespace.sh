@@ -4,6 +4,7 @@
 #
 # Profiles every new pod of a namespace (instead of only the pods pytorchjob.yaml labels) whose
 # process matches the injector's pattern. Usage: label-namespace.sh [NAMESPACE]  (default: default)
+
 set -euo pipefail
 
 namespace=${1:-default}

@@ -5,6 +5,7 @@ webhook applied to the labelled pods; deadlines, grace periods and the checks of
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.k8s_checks import crd_problems_against, inject, pod_spec_problems
 from tests.trainer_merge import (
     CRD_OF,
     RUNTIMES,
+    admission_problems,
     kubectl,
     merge_runtime_patches,
     runtime,
@@ -83,6 +85,8 @@ def test_patch_merges_into_the_runtime_as_the_trainer_does(
     )
     job = load(folder / "trainjob.yaml")
     source = runtime(version, runtime_file)
+    assert admission_problems(job, source) == []
+    assert crd_problems_against(job, trainjob_crd(version)) == []
     pods = trainer_pods(version, job, runtime_file)
     source_jobs = [j["name"] for j in source["spec"]["template"]["spec"]["replicatedJobs"]]
     assert list(pods) == source_jobs  # merged, nothing appended
@@ -113,34 +117,75 @@ def test_patch_merges_into_the_runtime_as_the_trainer_does(
     if injector == "sidecar":  # nsys's TMPDIR: the pod's folder of the report folder
         [tmp] = [m for m in container["volumeMounts"] if m["mountPath"] == "/nsys-tmp"]
         assert tmp == {
-            "name": "nsys-reports",
+            "name": "nsys-tmp",
             "mountPath": "/nsys-tmp",
             "subPathExpr": "nsight-reports/tj/.nsysgen/$(NSYSGEN_POD)",
         }
+        claims = {v["name"]: v.get("persistentVolumeClaim") for v in spec["volumes"]}
+        assert claims["nsys-tmp"] == claims["nsys-reports"] == {"claimName": "fsx-pvc"}
         assert env["NSYSGEN_POD"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
 @needs_kubectl
 @pytest.mark.parametrize("version", ["2.2", "2.3"])
-def test_merge_emulation_tells_the_releases_apart(version: str) -> None:
-    """A patch for a job the runtime lacks: 2.2 ignores it, 2.3 appends it (what nsysgen's
-    runtime_job must avoid); a patch for `node` merges its lists instead of replacing them."""
-    base = runtime(version, "torch_distributed.yaml")["spec"]["template"]["spec"]
+def test_merge_and_admission_emulation_can_fail(version: str) -> None:
+    """The emulation is not a pass-through: the webhook refuses a patch for a job or container
+    the runtime lacks, or env for `node`; 2.3's merge over the JobSet spec would append a new
+    job where 2.2's skips it; a patch for `node` merges its lists instead of replacing them;
+    and the CRD check sees a container mounting one volume twice (mounts keyed by name)."""
+    source = runtime(version, "torch_distributed.yaml")
+    base = source["spec"]["template"]["spec"]
+
+    def trainjob(job: dict[str, Any]) -> dict[str, Any]:
+        patch = {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}}}
+        return {"spec": {"runtimePatches": [patch]}}
+
     stray = {"name": "trainer", "template": {"spec": {"template": {"spec": {"volumes": []}}}}}
-    patch = [{"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [stray]}}}}]
-    names = [j["name"] for j in merge_runtime_patches(version, base, patch)["replicatedJobs"]]
+    assert admission_problems(trainjob(stray), source) == [
+        "replicated job 'trainer' is not in the runtime"
+    ]
+    names = [
+        j["name"]
+        for j in merge_runtime_patches(version, base, trainjob(stray)["spec"]["runtimePatches"])[
+            "replicatedJobs"
+        ]
+    ]
     assert names == (["node"] if version == "2.2" else ["node", "trainer"])
-    env = [{"name": "A", "value": "1"}]
+    with_env = {"containers": [{"name": "node", "env": [{"name": "B", "value": "2"}]}]}
+    node = {"name": "node", "template": {"spec": {"template": {"spec": with_env}}}}
+    assert admission_problems(trainjob(node), source) == ["env for container 'node'"]
     withenv = copy.deepcopy(base)
-    withenv["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["env"] = (
-        env
-    )
-    more = {"containers": [{"name": "node", "env": [{"name": "B", "value": "2"}]}]}
-    node = {"name": "node", "template": {"spec": {"template": {"spec": more}}}}
-    patch = [{"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node]}}}}]
-    merged = merge_runtime_patches(version, withenv, patch)
+    withenv["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"}
+    ]
+    merged = merge_runtime_patches(version, withenv, trainjob(node)["spec"]["runtimePatches"])
     container = merged["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
     assert sorted(e["name"] for e in container["env"]) == ["A", "B"]
+    twice = {
+        "containers": [
+            {
+                "name": "node",
+                "volumeMounts": [
+                    {"name": "v", "mountPath": "/a"},
+                    {"name": "v", "mountPath": "/b", "subPath": "x"},
+                ],
+            }
+        ]
+    }
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "x"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            **trainjob({"name": "node", "template": {"spec": {"template": {"spec": twice}}}})[
+                "spec"
+            ],
+        },
+    }
+    assert any(
+        "duplicate {'name': 'v'}" in p for p in crd_problems_against(job, trainjob_crd(version))
+    )
 
 
 @pytest.mark.parametrize("job", ["trainjob", "pytorchjob"])
@@ -150,6 +195,7 @@ def test_injected_pods_declare_each_volume_once(tmp_path: Path, job: str, inject
     pods the API server sees hold each volume once. The guide's values (the reports volume in
     both places) would be refused: the check can fail."""
     folder = compile_one(tmp_path, f"target.job={job}", f"target.injector={injector}")
+    assert not (folder / "label-namespace.sh").exists()  # other pods have no report folder
     values = load(folder / "values-injector.yaml")
     assert "volumes" not in values["profile"] and "volumeMounts" not in values["profile"]
     manifest = load(folder / f"{job}.yaml")
@@ -252,3 +298,54 @@ def test_patched_script_says_rebuild(run_cli: RunCli, tmp_path: Path) -> None:
 @pytest.mark.parametrize("version", sorted(CRD_OF))
 def test_every_release_has_a_crd(version: str) -> None:
     assert trainjob_crd(version).is_file()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("capture.report_dir=/fsx/r/%h", "capture.report_dir: '/fsx/r/%h' holds '%'"),
+        ("+cluster.env.NSYSGEN_POD=x", "cluster.env.NSYSGEN_POD: NSYSGEN_POD is nsysgen's own"),
+        (
+            "job.name=a-very-long-job-name-that-makes-pod-names-too-long",
+            "which Kubernetes cuts at 58",
+        ),
+    ],
+)
+def test_volume_injector_inputs_that_would_lose_reports(
+    run_cli: RunCli, tmp_path: Path, override: str, message: str
+) -> None:
+    result = run_cli(*EKS, "target.injector=sidecar", override, f"output_dir={tmp_path}")
+    assert result.code == 2, result.err
+    assert message in result.err
+    assert "Traceback" not in result.err and not any(tmp_path.iterdir())
+
+
+def test_verify_finds_each_pods_folder_by_its_name(tmp_path: Path) -> None:
+    """JobSet pods carry a random suffix after <job>-<rjob>-0-<node>: node 1's folder is not
+    node 10's, and of a retried pod's folders the newest counts."""
+    import os
+
+    from nsysgen.shipped.verify import _state_dirs, expected_reports
+
+    folder = compile_one(tmp_path, "target.injector=sidecar", "cluster.nodes=12")
+    expect = json.loads((folder / "nsysgen-expect.json").read_text())
+    entries = {e["node"]: e for e in expected_reports(expect)}
+    assert entries[1]["pod"] == "tj-node-0-1" and entries[10]["pod"] == "tj-node-0-10"
+    state = tmp_path / "run" / ".nsysgen"
+    for name, mtime in [
+        ("tj-node-0-10-abcde", 100),
+        ("tj-node-0-1-zzzzz", 100),
+        ("tj-node-0-1-aaaaa", 200),
+    ]:
+        (state / name).mkdir(parents=True)
+        os.utime(state / name, (mtime, mtime))
+    assert [d.name for d in _state_dirs(tmp_path / "run", entries[1])] == [
+        "tj-node-0-1-aaaaa",
+        "tj-node-0-1-zzzzz",
+    ]
+    assert [d.name for d in _state_dirs(tmp_path / "run", entries[10])] == ["tj-node-0-10-abcde"]
+    pytorch = compile_one(
+        tmp_path / "p", "target.injector=sidecar", "target.job=pytorchjob", "capture.ranks=all"
+    )
+    expect = json.loads((pytorch / "nsysgen-expect.json").read_text())
+    assert [e["pod"] for e in expected_reports(expect)] == ["tj-master-0", "tj-worker-0"]

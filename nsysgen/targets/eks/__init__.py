@@ -82,7 +82,6 @@ def _scripts_context(config: Config) -> dict[str, Any]:
         "coordinator": coordinator_mode(config),
         "delay": config.capture.delay_s,
         "duration": config.capture.duration,
-        "on_volume": reports_on_volume(config),
     }
 
 
@@ -106,7 +105,6 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     specs = [
         ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
         ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job}),
-        ArtifactSpec("label-namespace.sh", "eks/label-namespace.sh.j2", context, True),
         recipes_script(config),
         # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
         *[spec for spec in workload_files(config) if spec.path != SITE_FILE],
@@ -121,6 +119,8 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         specs.append(upload)
     if target.injector == "operator-26":
         specs += [
+            # Only here: the 1.x injectors write to a folder that only the job's own pods mount.
+            ArtifactSpec("label-namespace.sh", "eks/label-namespace.sh.j2", context, True),
             ArtifactSpec("install-injector.sh", "eks/install-operator-26.sh.j2", context, True),
             ArtifactSpec("upgrade-injector.sh", "eks/upgrade-operator-26.sh.j2", context, True),
             ArtifactSpec("uninstall-injector.sh", "eks/uninstall-operator-26.sh.j2", context, True),
@@ -164,6 +164,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "write_s": write_seconds(plan),
         "grace_patched": target.job != "trainjob" or target.trainer_version != "2.2",
         "patched_script": step_method(config) == "patch",
+        "on_volume": reports_on_volume(config),
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
@@ -202,6 +203,9 @@ class Eks:
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         return artifacts(config, plan)
+
+    def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
+        return ()  # the README and the lints say it all
 
 
 TARGET = Eks()

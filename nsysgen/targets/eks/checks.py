@@ -16,8 +16,10 @@ from nsysgen.targets.eks.injection import (
 )
 from nsysgen.targets.eks.names import (
     DNS_1035,
+    POD_VAR,
     chosen_nodes,
     eks_settings,
+    longest_pod_name,
     reports_on_volume,
 )
 
@@ -81,6 +83,30 @@ def _volume_issues(config: Config) -> Iterator[Issue]:
             f"{reports!r} is not a folder inside the shared volume mounted at {shared!r} "
             f"(cluster.shared_fs), where {eks_settings(config).injector} writes reports "
             f"(allowed: a folder under {shared}/, e.g. {shared}/nsight-reports/{config.job.name})",
+        )
+    placeholder = next((c for c in "%{}" if c in reports), None)
+    if placeholder:
+        # The kubelet creates the folder by this name; nsys would expand % in --output and
+        # the injector {..}: nsys would write to another folder, which nobody created.
+        yield Issue(
+            "capture.report_dir",
+            f"{reports!r} holds {placeholder!r}: the pods' mounts create the report folder by "
+            "its literal name, and nsys or the injector would expand it into another "
+            "(allowed: a plain folder; per-pod parts go in capture.report_name)",
+        )
+    if POD_VAR in dict(config.cluster.env):
+        yield Issue(
+            f"cluster.env.{POD_VAR}",
+            f"{POD_VAR} is nsysgen's own (the pod's name, for its TMPDIR folder on the "
+            "volume) (allowed: any other name)",
+        )
+    pod, limit = longest_pod_name(config)
+    if len(pod) > limit:
+        yield Issue(
+            "job.name",
+            f"{config.job.name!r} makes pod names such as {pod!r} ({len(pod)} characters), "
+            f"which Kubernetes cuts at {limit}: verify could not find each pod's folder "
+            f"(allowed: a job name {len(pod) - limit} characters shorter)",
         )
 
 
@@ -208,10 +234,17 @@ def _grace_unpatchable(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
     if target.job != "trainjob" or target.trainer_version != "2.2":
         return
     need = write_seconds(plan)
+    configured = target.termination_grace_period_s
+    dropped = (
+        f" (target.termination_grace_period_s={configured} cannot reach them)"
+        if configured is not None
+        else ""
+    )
     yield (
         "target.trainer_version",
         f"Kubeflow Trainer 2.2's runtimePatches cannot set terminationGracePeriodSeconds, so "
-        f"the pods get the runtime's ({DEFAULT_GRACE_S} s unless it sets one); nsys needs about "
+        f"the pods get the runtime's ({DEFAULT_GRACE_S} s unless it sets one){dropped}; nsys "
+        "needs about "
         f"{need} s to write a report of ~{plan.size.bytes_per_report / 1e6:.0f} MB after the "
         "deadline's SIGTERM, or the report is cut off",
     )

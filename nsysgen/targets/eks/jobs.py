@@ -21,6 +21,7 @@ from nsysgen.targets.eks.names import (
     SITE_MOUNT,
     SITE_VOLUME,
     STATE_DIR,
+    TMP_VOLUME,
     TRAINER_CONTAINER,
     _site_configmap_name,
     eks_settings,
@@ -97,9 +98,9 @@ def _mounts(config: Config) -> list[dict[str, Any]]:
         state = posixpath.normpath(
             posixpath.join(report_subpath(config), STATE_DIR, f"$({POD_VAR})")
         )
-        mounts.append({"name": REPORTS_VOLUME, "mountPath": NSYS_TMP, "subPathExpr": state})
+        mounts.append({"name": TMP_VOLUME, "mountPath": NSYS_TMP, "subPathExpr": state})
     else:
-        mounts.append({"name": "nsys-tmp", "mountPath": NSYS_TMP})
+        mounts.append({"name": TMP_VOLUME, "mountPath": NSYS_TMP})
     if uses_site(config):
         mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
     return mounts
@@ -110,9 +111,11 @@ def _volumes(config: Config) -> list[dict[str, Any]]:
     if reports_on_volume(config):
         claim = {"claimName": eks_settings(config).reports_pvc}
         volumes.append({"name": REPORTS_VOLUME, "persistentVolumeClaim": claim})
+        # The same claim again: a runtime patch keys a container's mounts by volume name.
+        volumes.append({"name": TMP_VOLUME, "persistentVolumeClaim": dict(claim)})
     else:
         # 26.x stages reports in the container and uploads them: no shared volume to keep.
-        volumes.append({"name": "nsys-tmp", "emptyDir": {}})
+        volumes.append({"name": TMP_VOLUME, "emptyDir": {}})
     if uses_site(config):
         configmap = {"name": _site_configmap_name(config)}
         volumes.append({"name": SITE_VOLUME, "configMap": configmap})
@@ -170,7 +173,8 @@ def pytorchjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
             "nprocPerNode": str(config.cluster.gpus_per_node),
             "runPolicy": {
                 # job.time_limit_min: the operator ends the job there (SIGTERM, then SIGKILL
-                # after the grace period), as Slurm's --time does.
+                # after the grace period). Unlike Slurm's --time it counts from the job's
+                # start as the operator records it: scheduling and pulls count against it.
                 "activeDeadlineSeconds": plan.time_limit_s,
                 "backoffLimit": 0,
                 "cleanPodPolicy": "None",
@@ -188,7 +192,8 @@ def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     label, the volumes and their mounts, the node selector, the grace period. The Trainer merges
     it into the runtime's replicated job of that name with Kubernetes' strategic merge (lists of
     volumes, containers and mounts by their keys): 2.2 job by job, 2.3 and later over the whole
-    JobSet spec, where a job the runtime lacks would be appended. Every pod of the one
+    JobSet spec; both refuse a patch naming a job or container the runtime lacks, or env for
+    the `node` container (so env goes in the trainer block). Every pod of the one
     replicated job gets the same patch, so every pod is labelled (see recording_nodes).
     """
     target = eks_settings(config)
@@ -207,7 +212,8 @@ def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
         "metadata": {"name": config.job.name, "namespace": target.namespace},
         "spec": {
             # job.time_limit_min: the Trainer deletes the JobSet there (SIGTERM to the pods,
-            # SIGKILL after the grace period), as Slurm's --time does.
+            # SIGKILL after the grace period). Unlike Slurm's --time it counts from the
+            # TrainJob's creation: scheduling and image pulls count against it.
             "activeDeadlineSeconds": plan.time_limit_s,
             "runtimeRef": {
                 "apiGroup": "trainer.kubeflow.org",

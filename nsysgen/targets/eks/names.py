@@ -70,6 +70,9 @@ INJECTORS = {
 
 
 REPORTS_VOLUME = "nsys-reports"
+# The same claim again, for nsys's TMPDIR: a container's mounts are keyed by volume name in a
+# TrainJob's runtime patch, so one volume cannot be mounted twice there.
+TMP_VOLUME = "nsys-tmp"
 
 
 # The operator-26 storage when capture.s3_uri is unset: the chart's in-cluster MinIO bucket.
@@ -174,6 +177,20 @@ def reports_on_volume(config: Config) -> bool:
 def report_subpath(config: Config) -> str:
     """The report folder relative to the shared volume's mount (checks refuse one outside)."""
     return posixpath.relpath(config.capture.report_dir, config.cluster.shared_fs)
+
+
+# Kubernetes cuts a generated pod name (JobSet's pods: <job>-<index>- and a random suffix) to
+# this many characters before the suffix; a pod name is a DNS label of at most 63.
+GENERATED_NAME_MAX = 58
+POD_NAME_MAX = 63
+
+
+def longest_pod_name(config: Config) -> tuple[str, int]:
+    """The longest pod name of the job (without JobSet's random suffix) and its limit."""
+    last = config.cluster.nodes - 1
+    if eks_settings(config).job == "trainjob":
+        return f"{_pod_name(config, last)}-", GENERATED_NAME_MAX
+    return _pod_name(config, last), POD_NAME_MAX
 
 
 def state_pods(config: Config) -> list[str]:

@@ -916,9 +916,10 @@ def _state_dirs(report_dir: Path, entry: dict[str, Any]) -> list[Path]:
         return [task] if task.is_dir() else []
     if not state.is_dir():
         return []
-    return sorted(
+    found = [
         d for d in state.iterdir() if d.is_dir() and (d.name == pod or d.name.startswith(pod + "-"))
-    )
+    ]
+    return sorted(found, key=lambda d: d.stat().st_mtime, reverse=True)  # a retried pod's newest
 
 
 def _salvage(
