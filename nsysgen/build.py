@@ -32,6 +32,8 @@ class FolderResult:
     statuses: list[FileStatus]
     warnings: tuple[Finding, ...] = ()
     steps: tuple[tuple[str, str], ...] = ()  # how the steps are found (capture=steps)
+    # what the target asks the user to do beyond the files (Target.notes), printed
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,10 @@ def build_single(
     with output_lock(output_dir):
         statuses = write_folder(folder, compiled.files, compiled.manifest)
         write_shared(output_dir)
-    return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps)
+    notes: tuple[str, ...] = ()
+    if compiled.plan is not None and compiled.target is not None:
+        notes = compiled.target.notes(compiled.config, compiled.plan, str(folder.resolve()))
+    return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps, notes)
 
 
 def _folder_of(composed: Composed) -> Path:

@@ -346,6 +346,8 @@ def run_compile(args: Arguments, composer: Composer) -> int:
     for what, how in result.steps:  # how the steps are found, before the run
         print(f"{what}: {how}")
     print(f"{result.folder}: {len(result.statuses)} files ({summary})")
+    for line in result.notes:
+        print(line)
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ from nsysgen.profile.plan import ProfilePlan, build_plan
 from nsysgen.profile.semantic import semantic_issues
 from nsysgen.profile.workloads import WORKLOADS
 from nsysgen.targets import TARGETS
+from nsysgen.targets.base import Target
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Compiled:
     manifest: Manifest
     warnings: list[Finding]
     steps: tuple[tuple[str, str], ...] = ()  # the plan's step detection (capture=steps)
+    plan: ProfilePlan | None = None
+    target: Target | None = None
 
 
 def regenerate_command(
@@ -109,7 +112,13 @@ def compile_config(
         root=root if (config_dirs or inputs) else "",
     )
     return Compiled(
-        config=config, files=files, manifest=manifest, warnings=warnings, steps=plan.steps
+        config=config,
+        files=files,
+        manifest=manifest,
+        warnings=warnings,
+        steps=plan.steps,
+        plan=plan,
+        target=TARGETS[config.target.name],
     )
 
 

@@ -103,19 +103,27 @@ class LocalCluster:
             assert time.monotonic() < deadline, f"job {job_id} still {state[0]} after {timeout} s"
             time.sleep(0.3)
 
-    def sbatch_wait(self, folder: Path, timeout: int = 300) -> tuple[int, str, str]:
+    def sbatch_wait(
+        self,
+        folder: Path,
+        timeout: int = 300,
+        script: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> tuple[int, str, str]:
         """Submit job.sbatch from its folder, wait for it; returns (exit code, job id, log).
 
         A job still running after `timeout` is cancelled and counts as failed, so that the
         caller's assertion shows its log. A job whose log shows nsys 2023.4.4's own start-up
         fault (failed or not: nsys may exit 0 without running the program) runs once more from
         a clean slate (see NSYS_START_FAULTS); any other outcome, or that one twice, is returned
-        as it is."""
+        as it is. `script`: another job script than the folder's job.sbatch (a user's own, run
+        from its own folder, where its log goes), with `env` added to the submit's."""
+        job_script = script or folder / "job.sbatch"
         for attempt in (1, 2):
-            job_id = self.submit(folder / "job.sbatch")
+            job_id = self.submit(job_script, env=env)
             state, exit_code = self._wait_or_cancel(job_id, timeout)
             code = int(exit_code.split(":")[0] or 0) or (0 if state == "COMPLETED" else 1)
-            log = self.log(folder, job_id)
+            log = self.log(job_script.parent, job_id)
             # Whatever the exit code: nsys can exit 0 after losing its agent, the task's
             # program never having run.
             if attempt == 2 or not nsys_start_fault(log):

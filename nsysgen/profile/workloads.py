@@ -89,6 +89,14 @@ class PythonSettings(ScriptSettings):
     interpreter: str
 
 
+@dataclass(frozen=True)
+class CommandSettings(WorkloadSettings):
+    """Any program and its arguments: a launcher (torchrun, deepspeed, mpirun), a shell
+    script, a binary, as the user's job runs it."""
+
+    argv: tuple[str, ...]
+
+
 def typed_block(kind: type[Any], block: Block) -> Any:
     """A frozen settings dataclass from its schema-valid block (lists become tuples)."""
     values = {}
@@ -171,9 +179,11 @@ def step_detection(config: Config) -> tuple[tuple[str, str], ...]:
         return (("method", native.method), ("step number", native.numbering))
     counted = (
         "the optimizer's own count (Adam's state 'step', which a resumed run restores), else "
-        "nsysgen's count from 0: step N is the optimizer step taken after N steps (set "
-        f"workload.{config.workload.kind}.source to number steps by the script's own counter)"
+        "nsysgen's count from 0: step N is the optimizer step taken after N steps"
     )
+    if isinstance(config.workload.settings, ScriptSettings):
+        kind = config.workload.kind
+        counted += f" (set workload.{kind}.source to number steps by the script's own counter)"
     if method == "hook" and native is not None and native.at_step is not None:
         read = f"{native.at_step} in {native.scope}: {native.numbering}"
         return (("method", METHOD_TEXT["hook"]), ("step number", read))
@@ -392,6 +402,16 @@ def _python(config: Config, shell: LaunchShell) -> Program:
     )
 
 
+def _command(config: Config, shell: LaunchShell) -> Program:
+    s = settings_as(config.workload.settings, CommandSettings)
+    return Program(
+        command=s.argv,
+        env=step_window_env(config),
+        site=uses_site(config),
+        files=_step_files(config),
+    )
+
+
 @dataclass(frozen=True)
 class StepRanges:
     """How a report shows which training steps a step window holds (what verify checks)."""
@@ -418,6 +438,18 @@ NEMO_STEPS = StepRanges(
     unmarked=(
         "NeMo marks its steps only with model.nsys_profile.gen_shape=true (torch emit_nvtx): "
         "the window opened, which steps it holds is not checked"
+    ),
+)
+
+
+# A program that opens its own cudaProfilerApi window: nsysgen cannot tell its steps.
+PROGRAM_STEPS = StepRanges(
+    regex=r"(?!)",
+    numbered=False,
+    unopened="the program never called cudaProfilerStart (cudaProfilerApi window)",
+    unmarked=(
+        "the program opens and closes the window itself and marks no steps nsysgen knows: the "
+        "window opened, which steps it holds is not checked"
     ),
 )
 
@@ -464,6 +496,8 @@ class WorkloadKind:
     # capture.step_method values it supports, its default first (none: no step capture)
     step_methods: tuple[str, ...] = ()
     native: NativeWindow | None = None  # the framework's own window (step_method=native)
+    # How its reports show the steps when it opens the window itself (None: as step_ranges).
+    native_ranges: StepRanges | None = None
 
 
 _EVERY_LAUNCH: tuple[Launch, ...] = ("per_gpu", "per_node")
@@ -554,6 +588,24 @@ WORKLOADS: dict[str, WorkloadKind] = {
         "profiling.profile_ranks)",
         ("train_state.step + 1", "train.py:train"),
     ),
+    "command": WorkloadKind(
+        settings=_typed(CommandSettings),
+        program=_command,
+        files=_step_files,
+        step_capture=True,
+        step_ranges=HELPER_STEPS,
+        uses_nccl=False,
+        launches=_EVERY_LAUNCH,
+        # hook: the helper reaches every Python process the command starts (torchrun's and
+        # deepspeed's workers, a script a shell launcher execs); native: the program calls
+        # cudaProfilerStart/Stop itself.
+        step_methods=("hook", "native"),
+        native=NativeWindow(
+            "native (the program calls cudaProfilerStart and cudaProfilerStop itself)",
+            "the program's own (capture.first_step/last_step only size the plan)",
+        ),
+        native_ranges=PROGRAM_STEPS,
+    ),
     "python": WorkloadKind(
         settings=_typed(PythonSettings),
         program=_python,
@@ -569,6 +621,14 @@ WORKLOADS: dict[str, WorkloadKind] = {
 
 def workload_kind(config: Config) -> WorkloadKind:
     return WORKLOADS[config.workload.kind]
+
+
+def step_ranges(config: Config) -> StepRanges | None:
+    """How this config's reports show its steps (what verify checks)."""
+    kind = workload_kind(config)
+    if step_method(config) == "native" and kind.native_ranges is not None:
+        return kind.native_ranges
+    return kind.step_ranges
 
 
 def program(config: Config, shell: LaunchShell) -> Program:

@@ -42,3 +42,8 @@ class Target(Scheduler, Protocol):
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         """The files of the compiled folder, from the config and its profile plan."""
+
+    def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
+        """Lines to print once the folder is written at `folder` (its absolute path there):
+        what the user must do that no file of the folder can, e.g. change a job script of
+        their own. Never written into the folder (the path is this machine's)."""

@@ -19,7 +19,7 @@ from typing import Any
 from nsysgen.model import Config
 from nsysgen.output.render import ArtifactSpec
 from nsysgen.profile.plan import ProfilePlan, Scheduler
-from nsysgen.profile.workloads import marks_steps, workload_kind
+from nsysgen.profile.workloads import marks_steps, step_ranges
 from nsysgen.shipped.verify import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
 
 # The folder of one run in the report folder, where a target has job ids (Slurm): runs never
@@ -128,7 +128,7 @@ def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> dict[s
 
 
 def _step_ranges(config: Config) -> dict[str, Any] | None:
-    ranges = workload_kind(config).step_ranges
+    ranges = step_ranges(config)
     return None if ranges is None else asdict(ranges)
 
 

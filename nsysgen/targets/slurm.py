@@ -5,11 +5,11 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from nsysgen.errors import Issue
 from nsysgen.model import Block, Config, TargetSettings, settings_as
-from nsysgen.output.render import ArtifactSpec, ShellExpr
+from nsysgen.output.render import ArtifactSpec, ShellExpr, shjoin, shquote
 from nsysgen.profile import nsys_cmd
 from nsysgen.profile.analysis_job import analysis_job, human_seconds
 from nsysgen.profile.estimate import human_bytes
@@ -24,6 +24,8 @@ from nsysgen.targets.common import install_script, recipes_script, upload_script
 from nsysgen.targets.expect import RUN_FOLDER, verify_files
 
 WRAPPER = "nsys-exec"
+# job_script=yours: what the user's own job script sources before its srun line.
+ENV_FILE = "nsysgen-env.sh"
 # What torchrun (one per node) reads from the job; head_node is set by job.sbatch.
 SHELL = LaunchShell(
     nnodes="${SLURM_JOB_NUM_NODES}", job_id="${SLURM_JOB_ID}", head_node="${head_node}"
@@ -67,7 +69,44 @@ _PER_NODE_SUFFIX = "_job%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME
 @dataclass(frozen=True)
 class SlurmSettings(TargetSettings):
     exclusive: bool
+    # nsysgen: job.sbatch runs the job; yours: your own job script sources nsysgen-env.sh and
+    # starts the program through nsys-exec (only the profiling parts are compiled).
+    job_script: Literal["nsysgen", "yours"] = "nsysgen"
     sbatch: Mapping[str, str | int | bool] = field(default_factory=dict)
+
+
+def own_script(config: Config) -> bool:
+    """Slurm with target.job_script=yours: a job script of the user's own runs the job."""
+    settings = config.target.settings
+    return isinstance(settings, SlurmSettings) and settings.job_script == "yours"
+
+
+def _tasks_text(config: Config) -> str:
+    per_node = tasks_per_node(config)
+    return (
+        f"{config.cluster.nodes * per_node} tasks on {config.cluster.nodes} nodes "
+        f"({per_node} per node, {'a task per GPU' if per_node > 1 else 'one per node'})"
+    )
+
+
+def own_script_change(config: Config, plan: ProfilePlan, folder: str) -> list[str]:
+    """The lines a job script of the user's own needs (`folder`: where this setup's folder is
+    on the cluster), and what else it must hold, as printed at compile time and in the README."""
+    command = shjoin(program(config, SHELL).command)
+    lines = [
+        f"source {shquote(folder + '/' + ENV_FILE)}",
+        f'srun [your srun options] "$NSYSGEN_EXEC" {command}',
+    ]
+    notes = [f"the srun must run {_tasks_text(config)}"]
+    signal = teardown_options(config, plan).get("signal")
+    if signal:
+        notes.append(f"add `#SBATCH --signal={signal}` (time for nsys to write before the limit)")
+    if in_container(config) or config.cluster.container_runtime == "pyxis":
+        notes.append(
+            f"in a container, mount {config.cluster.shared_fs} at the same path (nsys, this "
+            "folder and the reports are there)"
+        )
+    return [*lines, *[f"# {note}" for note in notes]]
 
 
 def report_output(config: Config) -> str:
@@ -213,6 +252,12 @@ def _wrapper(config: Config, selection: RankSelection, plan: ProfilePlan) -> Art
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
             "site_dir": SITE_DIR if program(config, SHELL).site else None,
+            # A job script of the user's own starts it: the srun's shape is checked.
+            "shape": (
+                (config.cluster.nodes * tasks_per_node(config), config.cluster.nodes)
+                if own_script(config)
+                else None
+            ),
         },
     )
 
@@ -269,6 +314,12 @@ def _readme(
             "recipe_folders": [run.folder for run in recipe_runs(config)],
             "signal": teardown_options(config, plan).get("signal"),
             "write_s": write_seconds(plan),
+            "own_script": (
+                own_script_change(config, plan, "/path/of/this/folder")
+                if own_script(config)
+                else None
+            ),
+            "env_file": ENV_FILE,
         },
     )
 
@@ -312,10 +363,28 @@ def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     )
 
 
+def _env_file(config: Config) -> ArtifactSpec:
+    prog = program(config, SHELL)
+    return ArtifactSpec(
+        path=ENV_FILE,
+        template="slurm/nsysgen-env.sh.j2",
+        context={
+            "job_name": config.job.name,
+            "env_file": ENV_FILE,
+            "env": [*config.cluster.env, *prog.env],
+            "wrapper": WRAPPER,
+            "command": prog.command,
+            "report_dir": config.capture.report_dir,
+            "tasks_text": _tasks_text(config),
+        },
+    )
+
+
 def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     selection = select(config)
+    launch = _env_file(config) if own_script(config) else _sbatch(config, selection, plan)
     specs = [
-        _sbatch(config, selection, plan),
+        launch,
         _analyze_sbatch(config, plan),
         _wrapper(config, selection, plan),
         install_script(config),
@@ -383,6 +452,15 @@ class Slurm:
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         return artifacts(config, plan)
+
+    def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
+        if not own_script(config):
+            return ()
+        return (
+            "your job script: source the setup's environment, then start the program through",
+            "nsys-exec in its srun line (as this folder's README says):",
+            *(f"  {line}" for line in own_script_change(config, plan, folder)),
+        )
 
 
 TARGET = Slurm()

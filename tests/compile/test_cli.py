@@ -16,7 +16,7 @@ def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
     assert result.code == 0
     lines = {line.split(":")[0].strip(): line for line in result.out.splitlines() if ":" in line}
     assert lines["cluster"].endswith("local, p4d, p4de, p5*, p5e, p5en, p6-b200")
-    assert lines["workload"].endswith("bridge, fsdp, megatron, nccl*, nemo, python")
+    assert lines["workload"].endswith("bridge, command, fsdp, megatron, nccl*, nemo, python")
     assert lines["capture"].endswith("nvtx, steps, window*")
     assert lines["target"].endswith("eks, slurm*")
     assert lines["nsight"].endswith("2023.4.4, 2024.4.1, 2025.3.1*")

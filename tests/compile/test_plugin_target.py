@@ -78,6 +78,9 @@ class K8sJob:
         if settings_as(config.target.settings, JobSettings).namespace == "kube-system":
             yield Issue("target.namespace", "not in kube-system (allowed: another namespace)")
 
+    def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
+        return ()
+
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         settings = settings_as(config.target.settings, JobSettings)
         words = [str(word) for word in program(config, self.shell).command]

@@ -26,8 +26,8 @@ from torch import optim as optim
 def _event(*words: object) -> None:
     print("@@", *words, flush=True)
     folder = os.environ.get("STANDIN_EVENTS")
-    if folder:  # one file per Slurm task (or process): what each rank asked of torch
-        rank = os.environ.get("SLURM_PROCID") or str(os.getpid())
+    if folder:  # one file per rank (a launcher's worker, a Slurm task, or a process)
+        rank = os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or str(os.getpid())
         with Path(folder, f"events.{rank}").open("a", encoding="utf-8") as file:
             print("@@", *words, file=file)
 
