@@ -83,10 +83,8 @@ def own_script(config: Config) -> bool:
 
 def _tasks_text(config: Config) -> str:
     per_node = tasks_per_node(config)
-    return (
-        f"{config.cluster.nodes * per_node} tasks on {config.cluster.nodes} nodes "
-        f"({per_node} per node, {'a task per GPU' if per_node > 1 else 'one per node'})"
-    )
+    shape = f"{per_node} per node, a task per GPU" if per_node > 1 else "one launcher per node"
+    return f"{config.cluster.nodes * per_node} tasks on {config.cluster.nodes} nodes ({shape})"
 
 
 def own_script_change(config: Config, plan: ProfilePlan, folder: str) -> list[str]:
