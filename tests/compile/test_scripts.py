@@ -17,18 +17,21 @@ SLURM_SCRIPTS = ("job.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh")
 EKS_SCRIPTS = (
     "install-injector.sh",
     "uninstall-injector.sh",
-    "label-namespace.sh",
     "fetch-reports.sh",
     "recipes.sh",
 )
-# Present only for some setups: S3 copies, operator-26 upgrades, storage and coordinator.
+# A job script of the user's own (target.job_script=yours) sources this instead of job.sbatch.
+OWN_SCRIPT_FILES = ("nsysgen-env.sh", "nsys-exec", "install-nsight.sh", "recipes.sh")
+# Present only for some setups: S3 copies, operator-26 upgrades, storage, coordinator and
+# namespace labels.
 OPTIONAL_SCRIPTS = (
     "upload-reports.sh",
     "upgrade-injector.sh",
     "storage-secret.sh",
     "capture-window.sh",
+    "label-namespace.sh",
 )
-SHELL_FILES = set(SLURM_SCRIPTS + EKS_SCRIPTS + OPTIONAL_SCRIPTS)
+SHELL_FILES = set(SLURM_SCRIPTS + EKS_SCRIPTS + OPTIONAL_SCRIPTS + OWN_SCRIPT_FILES)
 
 MATRIX = [
     [
@@ -69,7 +72,20 @@ S3_SETUPS = [
         )
     ),
 ]
-SETUPS = [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX + S3_SETUPS
+OWN_SETUPS = [
+    [
+        "target.job_script=yours",
+        "workload=command",
+        f"workload.launch={launch}",
+        f"capture={capture}",
+        f"cluster={cluster}",
+        f"job.name=own-{i}",
+    ]
+    for i, (launch, capture, cluster) in enumerate(
+        itertools.product(["per_gpu", "per_node"], ["window", "steps"], ["p5", "local"])
+    )
+]
+SETUPS = [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX + S3_SETUPS + OWN_SETUPS
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +107,8 @@ def test_matrix_covers_every_setup(compiled_tree: Path) -> None:
     assert len(folders) == len(SETUPS)
     for folder in folders:
         eks = (folder / "pytorchjob.yaml").exists() or (folder / "trainjob.yaml").exists()
-        expected = EKS_SCRIPTS if eks else SLURM_SCRIPTS
+        own = (folder / "nsysgen-env.sh").exists()
+        expected = EKS_SCRIPTS if eks else OWN_SCRIPT_FILES if own else SLURM_SCRIPTS
         names = [p.name for p in _scripts(folder)]
         assert sorted(set(names) - set(OPTIONAL_SCRIPTS)) == sorted(expected), folder.name
     assert set(OPTIONAL_SCRIPTS) <= {p.name for p in _scripts(compiled_tree)}
@@ -126,7 +143,7 @@ def test_python_helper_compiles(compiled_tree: Path) -> None:
 
 def test_wrappers_exec_and_quote(compiled_tree: Path) -> None:
     slurm_experiments = [e for e in EXPERIMENTS if not e.endswith("-eks")]
-    expected = len(MATRIX) + len(slurm_experiments) + 1  # + S3 slurm
+    expected = len(MATRIX) + len(slurm_experiments) + 1 + len(OWN_SETUPS)  # + S3 slurm
     assert len(list(compiled_tree.rglob("nsys-exec"))) == expected
     for wrapper in compiled_tree.rglob("nsys-exec"):
         text = wrapper.read_text()

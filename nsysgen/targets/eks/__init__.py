@@ -35,6 +35,8 @@ from nsysgen.targets.eks.injection import (
 from nsysgen.targets.eks.jobs import (
     fetch_pod_overrides,
     grace_seconds,
+    profiling_env,
+    profiling_volumes,
     pytorchjob,
     site_configmap,
     trainjob,
@@ -54,6 +56,7 @@ from nsysgen.targets.eks.names import (
     reports_on_volume,
     state_pods,
 )
+from nsysgen.targets.eks.own import KINDS, profile_patch
 from nsysgen.targets.eks.settings import EksSettings
 from nsysgen.targets.expect import verify_files
 
@@ -98,13 +101,71 @@ def _verify_extra(config: Config) -> dict[str, Any]:
     return {"cut_off": CUT_OFF_LOST}
 
 
+PATCH_FILE = "profile-patch.yaml"
+
+
+def _apply_job(config: Config, files: list[str]) -> str:
+    """How the README says to start the job (nsysgen's, or the user's patched one)."""
+    configmap = "-f nsysgen-site-configmap.yaml " if SITE_CONFIGMAP_FILE in files else ""
+    manifest = eks_settings(config).manifest
+    if manifest is None:
+        return f"`kubectl apply {configmap}-f {eks_settings(config).job}.yaml`"
+    first = f"`kubectl apply {configmap.strip()}` and " if configmap else ""
+    return f"{first}your job with the patch (below: `kubectl apply -k` or `kubectl patch`)."
+
+
+def _job_files(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+    """nsysgen's own job, or (target.manifest) the patch for the user's and a kustomize
+    Component that applies it."""
+    target = eks_settings(config)
+    if target.manifest is None:
+        job = trainjob(config, plan) if target.job == "trainjob" else pytorchjob(config, plan)
+        return [ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job})]
+    volumes, mounts = profiling_volumes(config)
+    labels = {injector(config).label: "enabled"}
+    grace = grace_seconds(config, plan)
+    if target.job == "trainjob" and target.trainer_version == "2.2":
+        grace_or_none: int | None = None  # 2.2's pod patch has no such field (NSG020)
+    else:
+        grace_or_none = grace
+    patch = profile_patch(
+        config,
+        labels,
+        volumes,
+        mounts,
+        profiling_env(config),
+        grace_or_none,
+        profiled_replicas(config),
+    )
+    api, kind = KINDS[target.job]
+    group, version = api.split("/")
+    component = {
+        "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+        "kind": "Component",
+        "patches": [
+            {
+                "path": PATCH_FILE,
+                "target": {
+                    "group": group,
+                    "version": version,
+                    "kind": kind,
+                    "name": config.job.name,
+                },
+            }
+        ],
+    }
+    return [
+        ArtifactSpec(PATCH_FILE, "common/yaml.j2", {"data": patch}),
+        ArtifactSpec("kustomization.yaml", "common/yaml.j2", {"data": component}),
+    ]
+
+
 def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     target = eks_settings(config)
     context = _scripts_context(config)
-    job = trainjob(config, plan) if target.job == "trainjob" else pytorchjob(config, plan)
     specs = [
         ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
-        ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job}),
+        *_job_files(config, plan),
         recipes_script(config),
         # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
         *[spec for spec in workload_files(config) if spec.path != SITE_FILE],
@@ -165,6 +226,8 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "grace_patched": target.job != "trainjob" or target.trainer_version != "2.2",
         "patched_script": step_method(config) == "patch",
         "on_volume": reports_on_volume(config),
+        "manifest": target.manifest,
+        "apply_job": _apply_job(config, [s.path for s in specs]),
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))

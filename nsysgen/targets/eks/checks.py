@@ -22,6 +22,7 @@ from nsysgen.targets.eks.names import (
     longest_pod_name,
     reports_on_volume,
 )
+from nsysgen.targets.eks.own import manifest_issues
 
 # Kubeflow Trainer 2.4 refuses runtimes whose replicated job names are longer (release notes).
 TRAINER_24_JOB_NAME_MAX = 20
@@ -59,6 +60,8 @@ def checks(config: Config) -> Iterator[Issue]:
     yield from _rank_issues(config)
     yield from _volume_issues(config)
     yield from _trainer_issues(config)
+    if target.manifest is not None:
+        yield from manifest_issues(config)
     coordinated = target.injector == "operator-26" and target.coordinator is True
     if coordinated and config.capture.mode != "window":
         yield Issue(

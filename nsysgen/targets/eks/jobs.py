@@ -71,6 +71,19 @@ def _env(config: Config) -> list[dict[str, Any]]:
     return env
 
 
+def profiling_env(config: Config) -> list[dict[str, Any]]:
+    """What profiling adds to a job of the user's own: the step window, nsys's TMPDIR, the
+    helper's PYTHONPATH, the pod's name (not the cluster's env or secrets, which are theirs)."""
+    mine = {n for n, _ in config.cluster.env} | set(eks_settings(config).secret_env)
+    return [e for e in _env(config) if e["name"] not in mine or e["name"] == "PYTHONPATH"]
+
+
+def profiling_volumes(config: Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The volumes and mounts profiling adds (not /dev/shm, which is the job's own)."""
+    volumes = [v for v in _volumes(config) if v["name"] != "dshm"]
+    return volumes, [m for m in _mounts(config) if m["name"] != "dshm"]
+
+
 def _resources(config: Config) -> dict[str, Any]:
     resources: dict[str, Any] = {"nvidia.com/gpu": config.cluster.gpus_per_node}
     if config.cluster.efa_devices:

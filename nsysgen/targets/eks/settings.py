@@ -35,6 +35,7 @@ class EksSettings(TargetSettings):
     torchrun_interpreter: str
     torchrun_path: str
     injection_match: str | None
+    manifest: str | None  # a PyTorchJob or TrainJob of the user's own: nsysgen patches it
     restart_policy: str
     termination_grace_period_s: int | None  # None: sized from the report-size estimate
     secret_env: Mapping[str, Mapping[str, str]]  # variable -> {secret, key}
