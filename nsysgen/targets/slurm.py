@@ -252,7 +252,11 @@ def _wrapper(config: Config, selection: RankSelection, plan: ProfilePlan) -> Art
             "site_dir": SITE_DIR if program(config, SHELL).site else None,
             # A job script of the user's own starts it: the srun's shape is checked.
             "shape": (
-                (config.cluster.nodes * tasks_per_node(config), config.cluster.nodes)
+                (
+                    config.cluster.nodes * tasks_per_node(config),
+                    config.cluster.nodes,
+                    tasks_per_node(config),
+                )
                 if own_script(config)
                 else None
             ),
@@ -369,7 +373,12 @@ def _env_file(config: Config) -> ArtifactSpec:
         context={
             "job_name": config.job.name,
             "env_file": ENV_FILE,
-            "env": [*config.cluster.env, *prog.env],
+            # Only what profiling needs: cluster.env is the job's own business, set by its
+            # script (nsysgen's job.sbatch exports it; a user's script has its own).
+            "env": list(prog.env),
+            "nodes": config.cluster.nodes,
+            "needs_head_node": prog.needs_head_node,
+            "nemo_overrides": "nemo-overrides.txt" in prog.files,
             "wrapper": WRAPPER,
             "command": prog.command,
             "report_dir": config.capture.report_dir,

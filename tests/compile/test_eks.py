@@ -375,7 +375,8 @@ def test_eks_scripts_quote_the_namespace_and_clean_up_leftovers(eks_tree: Path) 
         "nvidia-devtools-sidecar-injector-custom",
     ):
         assert leftover in uninstall
-    label = (folder / "label-namespace.sh").read_text()
+    assert not (folder / "label-namespace.sh").exists()  # sidecar: no folder for other pods
+    label = (eks_tree / "fsdp-p5-eks" / "label-namespace.sh").read_text()
     assert "namespace=${1:-default}" in label and '"$namespace"' in label
     assert "example-ns" not in label
 

@@ -40,7 +40,8 @@ def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
 def compile_own(tmp_path: Path, manifest: Path, name: str, *overrides: str) -> Path:
     out = tmp_path / "out"
     relative = manifest.relative_to(REPO)
-    args = [*EKS, f"target.manifest={relative}", f"job.name={name}", *overrides]
+    args = [*EKS, f"target.manifest={relative}", f"job.name={name}", "target.namespace=training"]
+    args += overrides
     assert main([*args, f"output_dir={out}"]) == 0
     return out / name
 
@@ -182,9 +183,65 @@ def test_own_manifest_mismatches_are_refused(
         *EKS,
         "target.job=pytorchjob",
         f"target.manifest={manifest.relative_to(REPO)}",
+        "target.namespace=training",
         *overrides,
         f"output_dir={tmp_path}",
     )
     assert result.code == 2, result.err
     assert message in result.err
     assert "Traceback" not in result.err and not any(tmp_path.iterdir())
+
+
+BROKEN = [
+    # (what changes in the team's manifest, the message)
+    (
+        "metadata:\n  name: llama-fsdp\n  namespace: training",
+        "metadata:\n  name: llama-fsdp\n  namespace: other",
+        "target.namespace: 'training' is not the namespace",
+    ),
+    (
+        "    Master:\n      replicas: 1",
+        "    Master:\n      replicas: two",
+        "Master.replicas is 'two'",
+    ),
+    (
+        "                - name: NCCL_DEBUG\n                  value: WARN",
+        "                - name: TMPDIR\n                  value: /scratch",
+        "Master sets TMPDIR",
+    ),
+    (
+        "                  value: /workspace/lib",
+        "                  valueFrom: {configMapKeyRef: {name: c, key: k}}",
+        "sets PYTHONPATH from a reference",
+    ),
+    ("    Master:\n", "    Launcher:\n", "spec.pytorchReplicaSpecs.Master is missing"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), BROKEN)
+def test_own_manifest_that_would_lose_the_profile_is_refused(
+    run_cli: RunCli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    old: str,
+    new: str,
+    message: str,
+) -> None:
+    text = (OWN / "pytorchjob.yaml").read_text()
+    assert old in text
+    (tmp_path / "job.yaml").write_text(text.replace(old, new))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    result = run_cli(
+        *EKS,
+        "target.job=pytorchjob",
+        "target.injector=sidecar",
+        "capture=steps",
+        "target.manifest=job.yaml",
+        "target.namespace=training",
+        "job.name=llama-fsdp",
+        f"output_dir={out}",
+    )
+    assert result.code == 2, result.err
+    assert message in result.err
+    assert "Traceback" not in result.err and not out.exists()

@@ -20,7 +20,7 @@ import yaml
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.targets.eks.names import eks_settings
+from nsysgen.targets.eks.names import eks_settings, reports_on_volume
 
 FIELD = "target.manifest"
 KINDS = {
@@ -61,54 +61,166 @@ def manifest_issues(config: Config) -> Iterator[Issue]:
     if isinstance(job, Issue):
         yield job
         return
-    name = (job.get("metadata") or {}).get("name")
-    if name != config.job.name:
+    where = eks_settings(config).manifest
+    shape = _shape_problem(job)
+    if shape is not None:
+        yield Issue(FIELD, f"{where}: {shape} (allowed: a {job['kind']} as its CRD defines it)")
+        return
+    settings = eks_settings(config)
+    metadata = job["metadata"]
+    if metadata["name"] != config.job.name:
         yield Issue(
             "job.name",
-            f"{config.job.name!r} is not the name of the job in "
-            f"{eks_settings(config).manifest} ({name!r}): reports, pods and verify "
-            f"are named by it (allowed: job.name={name})",
+            f"{config.job.name!r} is not the name of the job in {where} "
+            f"({metadata['name']!r}): reports, pods and verify are named by it (allowed: "
+            f"job.name={metadata['name']})",
         )
-    nodes = _nodes(job)
+    namespace = metadata.get("namespace", settings.namespace)
+    if namespace != settings.namespace:
+        yield Issue(
+            "target.namespace",
+            f"{settings.namespace!r} is not the namespace of the job in {where} "
+            f"({namespace!r}): the helper's ConfigMap and fetch-reports.sh go there "
+            f"(allowed: target.namespace={namespace})",
+        )
+    nodes, per_node = _nodes(job)
     if nodes != config.cluster.nodes:
         yield Issue(
             "cluster.nodes",
-            f"{config.cluster.nodes} nodes, but the job in "
-            f"{eks_settings(config).manifest} runs {nodes} pods (allowed: "
-            f"cluster.nodes={nodes})",
+            f"{config.cluster.nodes} nodes, but the job in {where} runs {nodes} pods "
+            f"(allowed: cluster.nodes={nodes})",
         )
-    commands = [(label, c.get("command")) for label, c in _containers(job) if c is not None]
+    if per_node is not None and per_node != config.cluster.gpus_per_node:
+        yield Issue(
+            "cluster.gpus_per_node",
+            f"{config.cluster.gpus_per_node} GPUs per node, but the job in {where} starts "
+            f"{per_node} processes per pod (allowed: cluster.gpus_per_node={per_node})",
+        )
+    yield from _container_issues(config, job, where)
+
+
+def _shape_problem(job: dict[str, Any]) -> str | None:
+    """The first part of the job that is not what the patch must address, or None."""
+    metadata, spec = job.get("metadata"), job.get("spec")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        return "metadata.name is missing"
+    if not isinstance(spec, dict):
+        return "spec is missing"
     if job["kind"] == "TrainJob":
-        commands = [("trainer", ((job.get("spec") or {}).get("trainer") or {}).get("command"))]
-    for label, container in _containers(job):
+        return _trainjob_shape(spec)
+    replicas = spec.get("pytorchReplicaSpecs")
+    if not isinstance(replicas, dict) or not isinstance(replicas.get("Master"), dict):
+        return "spec.pytorchReplicaSpecs.Master is missing (nsysgen's node 0)"
+    for kind, replica in replicas.items():
+        problem = _replica_shape(kind, replica)
+        if problem:
+            return problem
+    return None
+
+
+def _trainjob_shape(spec: dict[str, Any]) -> str | None:
+    trainer = spec.get("trainer")
+    if not isinstance(trainer, dict) or not isinstance(trainer.get("numNodes"), int):
+        return "spec.trainer.numNodes is missing"
+    for key in ("env", "command"):
+        if not isinstance(trainer.get(key, []), list):
+            return f"spec.trainer.{key} is not a list"
+    if not isinstance(spec.get("runtimePatches", []), list):
+        return "spec.runtimePatches is not a list"
+    return _items_problem(trainer.get("env", []), "spec.trainer.env")
+
+
+def _replica_shape(kind: str, replica: Any) -> str | None:
+    at = f"spec.pytorchReplicaSpecs.{kind}"
+    if kind not in ("Master", "Worker") or not isinstance(replica, dict):
+        return f"{at} is not a Master or Worker replica"
+    count = replica.get("replicas", 1)
+    if not isinstance(count, int) or count < 1 or (kind == "Master" and count != 1):
+        return f"{at}.replicas is {count!r} (Master: 1, Worker: at least 1)"
+    template = replica.get("template")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        return f"{at}.template.spec is missing"
+    metadata = template.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        return f"{at}.template.metadata is not a mapping"
+    if isinstance(metadata, dict) and not isinstance(metadata.get("labels", {}), dict):
+        return f"{at}.template.metadata.labels is not a mapping"
+    pod = template["spec"]
+    problems = [
+        _items_problem(pod.get("containers"), f"{at}.template.spec.containers"),
+        _items_problem(pod.get("volumes", []), f"{at}.template.spec.volumes"),
+    ]
+    for index, container in enumerate(pod.get("containers") or []):
+        inner = f"{at}.template.spec.containers[{index}]"
+        if not isinstance(container, dict):
+            break  # named above
+        problems.append(_items_problem(container.get("env", []), f"{inner}.env"))
+        problems.append(_items_problem(container.get("volumeMounts", []), f"{inner}.volumeMounts"))
+        if not isinstance(container.get("command", []), list):
+            problems.append(f"{inner}.command is not a list")
+    return next((p for p in problems if p), None)
+
+
+def _items_problem(items: Any, at: str) -> str | None:
+    if not isinstance(items, list) or not all(
+        isinstance(i, dict) and isinstance(i.get("name"), str) for i in items
+    ):
+        return f"{at} is not a list of named items"
+    return None
+
+
+def _container_issues(config: Config, job: dict[str, Any], where: str | None) -> Iterator[Issue]:
+    settings = eks_settings(config)
+    if job["kind"] == "TrainJob":
+        found: list[tuple[str, dict[str, Any] | None]] = [("trainer", job["spec"]["trainer"])]
+    else:
+        found = _containers(job)
+    for label, container in found:
         if container is None:
             yield Issue(
                 FIELD,
-                f"{label} has no container named pytorch, which the injector "
+                f"{where}: {label} has no container named pytorch, which the injector "
                 "profiles (allowed: a PyTorchJob whose pods run container pytorch)",
             )
-    settings = eks_settings(config)
-    for label, command in commands:
-        runs = command[0] if isinstance(command, list) and command else None
+            continue
+        command = container.get("command") or []
+        runs = command[0] if command else None
         if settings.injection_match is None and runs != settings.torchrun_path:
             # The injector's pattern is built from torchrun's path: another first word (a
             # shell wrapper, the image's entrypoint) is never profiled.
             yield Issue(
                 FIELD,
-                f"{label} runs {runs!r}, but the injector's pattern matches "
+                f"{where}: {label} runs {runs!r}, but the injector's pattern matches "
                 f"{settings.torchrun_path!r} started by {settings.torchrun_interpreter!r} "
                 "(allowed: command [torchrun's path], target.torchrun_path set to what the "
                 "job runs, or target.injection_match)",
             )
+        env = {e["name"]: e for e in container.get("env") or []}
+        if "PYTHONPATH" in env and "value" not in env["PYTHONPATH"]:
+            yield Issue(
+                FIELD,
+                f"{where}: {label} sets PYTHONPATH from a reference, which nsysgen cannot "
+                "put its step helper in front of (allowed: a PYTHONPATH value, or none)",
+            )
+        if "TMPDIR" in env and reports_on_volume(config):
+            yield Issue(
+                FIELD,
+                f"{where}: {label} sets TMPDIR, where nsys would then write its capture: a "
+                "report the pod's end cut off would be lost with it (allowed: no TMPDIR in "
+                "the job; nsysgen's is a folder of the reports volume)",
+            )
 
 
-def _nodes(job: dict[str, Any]) -> int | None:
-    spec = job.get("spec") or {}
+def _nodes(job: dict[str, Any]) -> tuple[int, int | None]:
+    """Its pods, and the processes each starts where it says (None: not said)."""
+    spec = job["spec"]
     if job["kind"] == "TrainJob":
-        value = (spec.get("trainer") or {}).get("numNodes")
-        return value if isinstance(value, int) else None
-    replicas = spec.get("pytorchReplicaSpecs") or {}
-    return sum(int((replicas.get(t) or {}).get("replicas", 1)) for t in replicas)
+        per_node = spec["trainer"].get("numProcPerNode")
+        return spec["trainer"]["numNodes"], per_node if isinstance(per_node, int) else None
+    replicas = spec["pytorchReplicaSpecs"]
+    nproc = str(spec.get("nprocPerNode", ""))
+    pods = sum(int(replica.get("replicas", 1)) for replica in replicas.values())
+    return pods, int(nproc) if nproc.isdigit() else None
 
 
 def _containers(job: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
@@ -163,6 +275,9 @@ def _env_ops(
             added.append(item)
         elif item["name"] == "PYTHONPATH" and "value" in (container["env"][index] or {}):
             value = f"{item['value']}:{container['env'][index]['value']}"
+            # A position in the user's list: the patch fails rather than change another item
+            # if the job it meets is not the one nsysgen read.
+            ops.append({"op": "test", "path": f"{path}/env/{index}/name", "value": "PYTHONPATH"})
             ops.append({"op": "replace", "path": f"{path}/env/{index}/value", "value": value})
     return ops + _extend(container, path, "env", added)
 
@@ -238,13 +353,15 @@ def _patch(
         ops += _labels(template, base, labels)
         spec = template["spec"]
         ops += _extend(spec, f"{base}/spec", "volumes", volumes)
-        if grace is not None:
+        theirs = spec.get("terminationGracePeriodSeconds")
+        if grace is not None and not (isinstance(theirs, int) and theirs >= grace):
             ops.append(
                 {"op": "add", "path": f"{base}/spec/terminationGracePeriodSeconds", "value": grace}
             )
         index = next(i for i, c in enumerate(spec["containers"]) if c.get("name") == "pytorch")
         container = spec["containers"][index]
         path = f"{base}/spec/containers/{index}"
+        ops.append({"op": "test", "path": f"{path}/name", "value": "pytorch"})
         ops += _extend(container, path, "volumeMounts", mounts)
         ops += _env_ops(container, path, env)
     return ops
