@@ -164,8 +164,13 @@ _PROGRESS = re.compile(r"\[\d+/\d+\] \[[^\]]*\] [^\s[]*")
 _BLANK = re.compile(r"\s*(\d+:)?\s*")
 
 # nsys 2023.4.4 itself, 16 sessions on 2 cores, now and then ends a task before the program
-# starts, saying one of these (each seen in about 1 of 10 full runs).
-NSYS_START_FAULTS = ("End of file", "Local Endpoint is not available")
+# starts, saying one of these (each seen in about 1 of 10 full runs; the agent's connection
+# reset by its peer once, on a loaded machine).
+NSYS_START_FAULTS = (
+    "End of file",
+    "Local Endpoint is not available",
+    "Internal reason: 'Connection reset by peer'",
+)
 
 
 def nsys_start_fault(log: str) -> bool:
