@@ -167,7 +167,7 @@ def _issues_from(error: ValidationError, block: str = "") -> Iterator[Issue]:
         yield Issue(dotted(path), f"{_show(error.instance)} is not allowed (allowed: {detail})")
     elif kind == "type":
         types = error.validator_value
-        names = " or ".join(types) if isinstance(types, list) else str(types)
+        names = allowed or (" or ".join(types) if isinstance(types, list) else str(types))
         yield Issue(dotted(path), f"{_show(error.instance)} has the wrong type (allowed: {names})")
     else:
         allowed = allowed or _BOUND_ALLOWED.get(str(kind), "{}").format(error.validator_value)

@@ -277,8 +277,8 @@ def test_old_stack_is_one_switch_away(tmp_path: Path) -> None:
 INVALID = {
     "gpu-resource-without-value": (
         ["target.extra_resources={nvidia.com/gpu: null}"],
-        "target.extra_resources.nvidia.com/gpu: null has the wrong type (allowed: integer or "
-        "string)",
+        "target.extra_resources.nvidia.com/gpu: null has the wrong type (allowed: a Kubernetes "
+        "quantity such as 4, 5120Mi (never empty))",
     ),
     "namespace-expansion-bug": (
         ["target.namespace=${example-ns}"],

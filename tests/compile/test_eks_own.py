@@ -245,3 +245,32 @@ def test_own_manifest_that_would_lose_the_profile_is_refused(
     assert result.code == 2, result.err
     assert message in result.err
     assert "Traceback" not in result.err and not out.exists()
+
+
+def test_command_workload_with_the_programs_own_window(tmp_path: Path, run_cli: RunCli) -> None:
+    """workload=command, step_method=native: nsys waits for the program's own
+    cudaProfilerStart/Stop; no helper, no step env; verify checks the window, not steps."""
+    import json
+
+    out = tmp_path / "out"
+    result = run_cli(
+        "cluster=local",
+        "workload=command",
+        "workload.command.argv=[/opt/app/bin/train,--iters,'100']",
+        "capture=steps",
+        "capture.step_method=native",
+        "target.job_script=yours",
+        "job.name=native",
+        f"output_dir={out}",
+    )
+    assert result.code == 0, result.err
+    folder = out / "native"
+    wrapper = (folder / "nsys-exec").read_text()
+    assert "--capture-range=cudaProfilerApi" in wrapper and "nsysgen-site" not in wrapper
+    assert "NSYSGEN_PROFILE_" not in (folder / "nsysgen-env.sh").read_text()
+    assert "method: native (the program calls cudaProfilerStart" in result.out
+    expect = json.loads((folder / "nsysgen-expect.json").read_text())
+    assert expect["capture"]["steps"]["regex"] == "(?!)"
+    assert (
+        "source " in result.out and '"$NSYSGEN_EXEC" /opt/app/bin/train --iters 100' in result.out
+    )
