@@ -43,6 +43,10 @@ class Target(Scheduler, Protocol):
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         """The files of the compiled folder, from the config and its profile plan."""
 
+    def inputs(self, config: Config) -> Mapping[str, str]:
+        """Files of the user's that this target read to compile (path -> sha256): the manifest
+        records them, and `nsysgen check` names one that changed as the cause."""
+
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         """Lines to print once the folder is written at `folder` (its absolute path there):
         what the user must do that no file of the folder can, e.g. change a job script of

@@ -460,6 +460,9 @@ class Slurm:
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         return artifacts(config, plan)
 
+    def inputs(self, config: Config) -> Mapping[str, str]:
+        return {}  # a user's own job script is never read
+
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         if not own_script(config):
             return ()

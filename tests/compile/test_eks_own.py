@@ -274,3 +274,28 @@ def test_command_workload_with_the_programs_own_window(tmp_path: Path, run_cli: 
     assert (
         "source " in result.out and '"$NSYSGEN_EXEC" /opt/app/bin/train --iters 100' in result.out
     )
+
+
+def test_check_names_the_changed_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: RunCli
+) -> None:
+    """The manifest is a recorded input: a folder compiled from it is current until the team
+    changes it, then `check` names it as the cause and `regenerate` rewrites the patch."""
+    (tmp_path / "k8s").mkdir()
+    shutil.copy(OWN / "pytorchjob.yaml", tmp_path / "k8s" / "job.yaml")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    args = [*EKS, "target.job=pytorchjob", "target.manifest=k8s/job.yaml"]
+    args += ["target.namespace=training", "job.name=llama-fsdp", f"output_dir={out}"]
+    assert run_cli(*args).code == 0
+    assert run_cli("check", f"output_dir={out}").code == 0
+    text = (tmp_path / "k8s" / "job.yaml").read_text()
+    (tmp_path / "k8s" / "job.yaml").write_text(
+        text.replace("  name: llama-fsdp\n", "  name: llama-fsdp\n  labels: {x: y}\n", 1)
+    )
+    check = run_cli("check", f"output_dir={out}")
+    assert check.code == 1
+    assert "k8s/job.yaml changed since this folder was compiled" in check.out, check.out
+    regenerate = run_cli("regenerate", f"output_dir={out}")
+    assert regenerate.code == 0, regenerate.err
+    assert run_cli("check", f"output_dir={out}").code == 0

@@ -81,6 +81,9 @@ class K8sJob:
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         return ()
 
+    def inputs(self, config: Config) -> Mapping[str, str]:
+        return {}
+
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         settings = settings_as(config.target.settings, JobSettings)
         words = [str(word) for word in program(config, self.shell).command]

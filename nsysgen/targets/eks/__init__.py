@@ -56,7 +56,7 @@ from nsysgen.targets.eks.names import (
     reports_on_volume,
     state_pods,
 )
-from nsysgen.targets.eks.own import KINDS, profile_patch
+from nsysgen.targets.eks.own import KINDS, manifest_inputs, profile_patch
 from nsysgen.targets.eks.settings import EksSettings
 from nsysgen.targets.expect import verify_files
 
@@ -266,6 +266,9 @@ class Eks:
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         return artifacts(config, plan)
+
+    def inputs(self, config: Config) -> Mapping[str, str]:
+        return manifest_inputs(config)
 
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         return ()  # the README and the lints say it all

@@ -11,6 +11,7 @@ So every operation is written for the lists the manifest has (append to one, or 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -30,6 +31,14 @@ KINDS = {
         "TrainJob",
     ),
 }
+
+
+def manifest_inputs(config: Config) -> dict[str, str]:
+    """target.manifest and its sha256 (the patch holds its list positions)."""
+    path = eks_settings(config).manifest
+    if path is None:
+        return {}
+    return {path: hashlib.sha256(Path(path).read_bytes()).hexdigest()}
 
 
 def read_manifest(config: Config) -> dict[str, Any] | Issue:
