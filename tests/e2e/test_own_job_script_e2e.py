@@ -61,7 +61,7 @@ def _cases(shared: Path) -> dict[str, Case]:
         ),
         "shell_launcher": Case(
             "shell_launcher.sbatch",
-            ["bash", str(USER_JOBS / "launch.sh"), "--idle", "--steps", "40"]
+            ["bash", str(USER_JOBS / "launch.sh"), "--idle", "--steps", "80"]
             + ["--step-seconds", "0.1", "--marker-dir", "{markers}"],
             ["workload.launch=per_gpu", "capture=window", "capture.delay=1"]
             + ["capture.duration=2", "capture.ranks=[0,3]", "capture.trace=[nvtx]"],
@@ -156,11 +156,15 @@ def test_own_job_script_changed_as_printed_gives_the_same_profile(
 ) -> None:
     case = _cases(local_cluster.shared_fs)[case_name]
     results = {}
-    for mode in ("nsysgen", "yours"):
+    logs = {}
+
+    def run_mode(mode: str) -> None:
         name = f"own-{case_name.replace('_', '-')}-{mode}"
         run = local_cluster.shared_fs / "runs" / name
         (run / "events").mkdir(parents=True, exist_ok=True)
         (run / "markers").mkdir(parents=True, exist_ok=True)
+        for old in (run / "events").glob("events.*"):
+            old.unlink()  # a rerun's events only
         folder = _compile(local_cluster, case, name, mode, run)
         env = {**case.env, "MARKERS": str(run / "markers"), "PATH": PATH}
         # The team's own environment (cluster.env is theirs: nsysgen-env.sh leaves it alone).
@@ -187,12 +191,22 @@ def test_own_job_script_changed_as_printed_gives_the_same_profile(
         assert code == 0, log
         report_dir = Path(json.loads((folder / "nsysgen-expect.json").read_text())["report_dir"])
         results[mode] = (_names(report_dir, job_id, name), _verify(folder, job_id), run)
+        logs[mode] = log
+
+    for mode in ("nsysgen", "yours"):
+        run_mode(mode)
+    if results["nsysgen"][0] != results["yours"][0]:
+        # nsys 2023.4.4, several sessions on 2 cores, now and then loses a task's report in
+        # ways its log does not always name (see NSYS_START_FAULTS): the run with fewer
+        # reports runs once more; a real difference shows again.
+        fewer = min(("nsysgen", "yours"), key=lambda m: len(results[m][0]))
+        run_mode(fewer)
     whole, yours = results["nsysgen"], results["yours"]
-    assert yours[0] == whole[0], (whole[0], yours[0])
+    assert yours[0] == whole[0], (whole[0], yours[0], whole[1], yours[1], logs)
     # On CPU the torch stand-in opens no real CUDA window: no report for capture=steps there
     # (both alike); the window's steps are read from its log below.
     assert whole[0] or case_name == "per_node_launcher", whole
-    assert yours[1] == whole[1], (whole[1], yours[1])
+    assert yours[1] == whole[1], (whole[1], yours[1], logs)
     if case_name == "per_node_launcher":
         # The step window through the launcher's workers. One nsys per node records the whole
         # node, so rank 1's node (ranks 0 and 1) opens it on steps 3..5; node 1's never do.
