@@ -279,3 +279,16 @@ def _list_key_problems(schema: dict[str, Any], value: Any, path: str) -> list[st
         for index, item in enumerate(value):
             problems += _list_key_problems(schema.get("items", {}), item, f"{path}[{index}]")
     return problems
+
+
+def fetch_kubectl(busybox: str, created: str, volume: Path) -> str:
+    """A stand-in `kubectl` for fetch-reports.sh: `get` answers the job's creation time, and
+    `exec` runs the helper pod's own `sh -c SCRIPT sh DIR SINCE` under BusyBox, with the pod's
+    /fsx (the reports volume) at `volume`."""
+    return (
+        'case "$1" in\n'
+        f'  get) echo "{created}" ;;\n'
+        '  exec) while [ "$1" != -- ]; do shift; done; shift\n'
+        f'    exec {busybox} sh -c "$3" sh "{volume}${{5#/fsx}}" "$6" ;;\n'
+        "esac\n"
+    )

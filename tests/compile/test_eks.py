@@ -18,6 +18,7 @@ from nsysgen.output.render import header, render_template
 from tests.conftest import REPO, RunCli
 from tests.k8s_checks import (
     crd_problems,
+    fetch_kubectl,
     helm_problems,
     load_generated_yaml,
     pod_problems,
@@ -539,15 +540,7 @@ def test_fetch_reports_copies_the_run_of_the_job_now_in_the_cluster(tmp_path: Pa
         path = reports / f"{name}.nsys-rep"
         path.write_text(name)
         subprocess.run([busybox, "touch", "-d", stamp, str(path)], check=True)
-    kubectl = (
-        'case "$1" in\n'
-        f'  get) echo "{created}" ;;\n'
-        '  exec) while [ "$1" != -- ]; do shift; done; shift\n'
-        # sh -c SCRIPT sh DIR SINCE: the pod's /fsx is the volume here.
-        f'    exec {busybox} sh -c "$3" sh "{volume}${{5#/fsx}}" "$6" ;;\n'
-        "esac\n"
-    )
-    bin_dir = _fake_bin(tmp_path / "bin", {"kubectl": kubectl})
+    bin_dir = _fake_bin(tmp_path / "bin", {"kubectl": fetch_kubectl(busybox, created, volume)})
     dest = tmp_path / "fetched"
     fetched = _run_with_args(folder / "fetch-reports.sh", tmp_path, bin_dir, str(dest))
     run = dest / "run-20261202T030000Z"

@@ -35,8 +35,6 @@ from nsysgen.targets.eks.injection import (
 from nsysgen.targets.eks.jobs import (
     fetch_pod_overrides,
     grace_seconds,
-    profiling_env,
-    profiling_volumes,
     pytorchjob,
     site_configmap,
     trainjob,
@@ -121,22 +119,7 @@ def _job_files(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     if target.manifest is None:
         job = trainjob(config, plan) if target.job == "trainjob" else pytorchjob(config, plan)
         return [ArtifactSpec(f"{target.job}.yaml", "common/yaml.j2", {"data": job})]
-    volumes, mounts = profiling_volumes(config)
-    labels = {injector(config).label: "enabled"}
-    grace = grace_seconds(config, plan)
-    if target.job == "trainjob" and target.trainer_version == "2.2":
-        grace_or_none: int | None = None  # 2.2's pod patch has no such field (NSG020)
-    else:
-        grace_or_none = grace
-    patch = profile_patch(
-        config,
-        labels,
-        volumes,
-        mounts,
-        profiling_env(config),
-        grace_or_none,
-        profiled_replicas(config),
-    )
+    patch = profile_patch(config, plan)
     api, kind = KINDS[target.job]
     group, version = api.split("/")
     component = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 
 from nsysgen.errors import Issue
@@ -20,6 +19,7 @@ from nsysgen.targets.eks.names import (
     chosen_nodes,
     eks_settings,
     longest_pod_name,
+    report_subpath,
     reports_on_volume,
 )
 from nsysgen.targets.eks.own import manifest_issues
@@ -79,7 +79,7 @@ def _volume_issues(config: Config) -> Iterator[Issue]:
     if not reports_on_volume(config):
         return
     shared, reports = config.cluster.shared_fs, config.capture.report_dir
-    relative = posixpath.relpath(reports, shared) if reports.startswith("/") else ".."
+    relative = report_subpath(config) if reports.startswith("/") else ".."
     if relative.startswith(".."):  # NSG007 too, unless switched off
         yield Issue(
             "capture.report_dir",

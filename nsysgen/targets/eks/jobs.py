@@ -211,14 +211,10 @@ def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     """
     target = eks_settings(config)
     labels = {"app": config.job.name, injector(config).label: "enabled"}
-    pod_spec: dict[str, Any] = {
-        "nodeSelector": {"node.kubernetes.io/instance-type": config.cluster.instance_type},
-        "volumes": _volumes(config),
-        "containers": [{"name": TRAINER_CONTAINER, "volumeMounts": _mounts(config)}],
-    }
-    if target.trainer_version != "2.2":  # 2.3 added it to the pod patch; lint NSG020 on 2.2
-        pod_spec["terminationGracePeriodSeconds"] = grace_seconds(config, plan)
-    pod_patch = {"metadata": {"labels": labels}, "spec": pod_spec}
+    node_selector = {"node.kubernetes.io/instance-type": config.cluster.instance_type}
+    patch = runtime_patch(
+        config, plan, labels, _volumes(config), _mounts(config), {"nodeSelector": node_selector}
+    )
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -244,24 +240,36 @@ def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
                 "resourcesPerNode": _resources(config),
                 "env": _env(config),
             },
-            "runtimePatches": [
-                {
-                    "manager": "nsysgen",
-                    "trainingRuntimeSpec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": runtime_job(config),
-                                        "template": {"spec": {"template": pod_patch}},
-                                    }
-                                ]
-                            }
-                        }
-                    },
-                }
-            ],
+            "runtimePatches": [patch],
         },
+    }
+
+
+def runtime_patch(
+    config: Config,
+    plan: ProfilePlan,
+    labels: dict[str, str],
+    volumes: list[dict[str, Any]],
+    mounts: list[dict[str, Any]],
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """nsysgen's runtimePatches entry: `labels`, `volumes` and `mounts` (and `spec`'s other
+    fields) on every pod of the runtime's replicated job, with the grace period where the
+    Trainer's pod patch has it (2.3 added it; lint NSG020 on 2.2)."""
+    pod_spec: dict[str, Any] = {
+        **(spec or {}),
+        "volumes": volumes,
+        "containers": [{"name": TRAINER_CONTAINER, "volumeMounts": mounts}],
+    }
+    if eks_settings(config).trainer_version != "2.2":
+        pod_spec["terminationGracePeriodSeconds"] = grace_seconds(config, plan)
+    job = {
+        "name": runtime_job(config),
+        "template": {"spec": {"template": {"metadata": {"labels": labels}, "spec": pod_spec}}},
+    }
+    return {
+        "manager": "nsysgen",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}},
     }
 
 

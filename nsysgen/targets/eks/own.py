@@ -21,7 +21,19 @@ import yaml
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.targets.eks.names import eks_settings, reports_on_volume
+from nsysgen.profile.plan import ProfilePlan
+from nsysgen.targets.eks.jobs import (
+    grace_seconds,
+    profiling_env,
+    profiling_volumes,
+    runtime_patch,
+)
+from nsysgen.targets.eks.names import (
+    eks_settings,
+    injector,
+    profiled_replicas,
+    reports_on_volume,
+)
 
 FIELD = "target.manifest"
 KINDS = {
@@ -291,69 +303,28 @@ def _env_ops(
     return ops + _extend(container, path, "env", added)
 
 
-def profile_patch(
-    config: Config,
-    labels: Mapping[str, str],
-    volumes: list[dict[str, Any]],
-    mounts: list[dict[str, Any]],
-    env: list[dict[str, Any]],
-    grace: int | None,
-    recorded: tuple[str, ...],
-) -> list[dict[str, Any]]:
-    """The JSON patch for the user's job: profiling's additions and nothing else (each value
-    its own copy: the YAML of the patch holds no anchors)."""
-    # A JSON round trip, not deepcopy (which keeps shared items shared, as YAML anchors).
-    patch: list[dict[str, Any]] = json.loads(
-        json.dumps(_patch(config, labels, volumes, mounts, env, grace, recorded))
-    )
+def profile_patch(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
+    """The JSON patch for the user's job: profiling's additions and nothing else. A JSON round
+    trip gives each value its own copy (deepcopy keeps shared items shared: YAML anchors)."""
+    patch: list[dict[str, Any]] = json.loads(json.dumps(_patch(config, plan)))
     return patch
 
 
-def _patch(
-    config: Config,
-    labels: Mapping[str, str],
-    volumes: list[dict[str, Any]],
-    mounts: list[dict[str, Any]],
-    env: list[dict[str, Any]],
-    grace: int | None,
-    recorded: tuple[str, ...],
-) -> list[dict[str, Any]]:
+def _patch(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     job = read_manifest(config)
     assert not isinstance(job, Issue)  # checks refused it before
+    labels = {injector(config).label: "enabled"}
+    volumes, mounts = profiling_volumes(config)
+    env = profiling_env(config)
     ops: list[dict[str, Any]] = []
     if job["kind"] == "TrainJob":
-        spec = job.get("spec") or {}
-        pod_spec: dict[str, Any] = {
-            "volumes": volumes,
-            "containers": [{"name": "node", "volumeMounts": mounts}],
-        }
-        if grace is not None:
-            pod_spec["terminationGracePeriodSeconds"] = grace
-        entry = {
-            "manager": "nsysgen",
-            "trainingRuntimeSpec": {
-                "template": {
-                    "spec": {
-                        "replicatedJobs": [
-                            {
-                                "name": eks_settings(config).runtime_job,
-                                "template": {
-                                    "spec": {
-                                        "template": {
-                                            "metadata": {"labels": dict(labels)},
-                                            "spec": pod_spec,
-                                        }
-                                    }
-                                },
-                            }
-                        ]
-                    }
-                }
-            },
-        }
+        spec = job["spec"]
+        entry = runtime_patch(config, plan, labels, volumes, mounts)
         ops += _extend(spec, "/spec", "runtimePatches", [entry])
-        ops += _env_ops(spec.get("trainer") or {}, "/spec/trainer", env)
+        ops += _env_ops(spec["trainer"], "/spec/trainer", env)
         return ops
+    grace = grace_seconds(config, plan)
+    recorded = profiled_replicas(config)
     for kind, replica in sorted(job["spec"]["pytorchReplicaSpecs"].items()):
         if kind not in recorded:
             continue
@@ -363,7 +334,7 @@ def _patch(
         spec = template["spec"]
         ops += _extend(spec, f"{base}/spec", "volumes", volumes)
         theirs = spec.get("terminationGracePeriodSeconds")
-        if grace is not None and not (isinstance(theirs, int) and theirs >= grace):
+        if not (isinstance(theirs, int) and theirs >= grace):
             ops.append(
                 {"op": "add", "path": f"{base}/spec/terminationGracePeriodSeconds", "value": grace}
             )
