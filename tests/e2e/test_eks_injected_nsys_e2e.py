@@ -244,7 +244,8 @@ def test_injected_nsys_writes_where_fetch_reports_and_verify_look(
     def rerun(grace: float) -> str:
         for report in reports.glob("*.nsys-rep"):
             report.unlink()
-        shutil.rmtree(reports / ".nsysgen")
+        # Moved aside, not deleted: a previous pod's nsys daemon may still tidy its files.
+        (reports / ".nsysgen").rename(tmp_path / f"old-nsysgen-{grace}")
         shutil.rmtree(dest)
         run_pod("Master", grace=grace)
         run_pod("Worker")
