@@ -77,7 +77,11 @@ def copies(
 def mapped(tasks: list[Task], workers: int, warm_up: list[Task]) -> tuple[float, list[float]]:
     with (
         LocalCluster(
-            n_workers=workers, threads_per_worker=1, dashboard_address=None, silence_logs=40
+            n_workers=workers,
+            threads_per_worker=1,
+            dashboard_address=":0",
+            scheduler_kwargs={"dashboard": False},
+            silence_logs=40,
         ) as cluster,
         Client(cluster) as client,
     ):

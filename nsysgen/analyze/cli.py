@@ -20,6 +20,7 @@ from nsysgen.analyze.nccl import (
     AnalyzeError,
     parse_nccl_tests_log,
 )
+from nsysgen.analyze.plot import preload as preload_matplotlib
 from nsysgen.analyze.plot import require_matplotlib
 from nsysgen.analyze.reduce import reduce
 from nsysgen.analyze.runs import Run
@@ -114,6 +115,8 @@ def run_analyze(argv: Sequence[str]) -> int:
                 print(line)
             return code
     where = Where(args.workers, args.scheduler_file, args.scheduler, args.serial)
+    if any(task.cached is None for task in tasks):
+        preload_matplotlib()  # plots follow new results; a cached run may need none
     reduced = map_reports(tasks, where, Progress(len(tasks)))
     outcome = reduce(reduced, steps_cli.options(args, reference, run.label()), out)
     for line in outcome.lines:

@@ -341,7 +341,10 @@ def _client(where: Where, workers: int) -> Iterator[Any]:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            # No dashboard, and the scheduler's own HTTP endpoint on a free port: its default
+            # (8787) is taken by any other cluster on the machine, and Dask then warns.
+            dashboard_address=":0",
+            scheduler_kwargs={"dashboard": False},
             silence_logs=40,
         ) as cluster,
         Client(cluster) as client,

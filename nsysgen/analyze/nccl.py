@@ -10,7 +10,6 @@ name ends in the byte count (e.g. "allreduce 1048576").
 
 from __future__ import annotations
 
-import bisect
 import csv
 import functools
 import os
@@ -22,10 +21,16 @@ import struct
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
+from nsysgen.analyze.steps import COMM_NAME, STEP_NAME
 from nsysgen.errors import NsysgenError
 
+# A message size written at the end of a range named for a collective ("allreduce 1048576"),
+# the way hand-annotated benchmarks name them. Other names ending in a number ("step 17",
+# "layer 12") say nothing about a size.
 _SIZE_AT_END = re.compile(r"(\d+)\s*$")
 
 
@@ -128,25 +133,51 @@ def calls_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Nccl
         payload_size = _payload_size(blob, size_offsets)
         by_thread[tid].append((start, end, name or "", domain in nccl_domains, payload_size))
     for spans in by_thread.values():
-        spans.sort()
+        spans.sort(key=itemgetter(0, 1, 2, 3))
+    # One sweep per thread over launches and ranges, both in time order: the ranges that hold
+    # a launch are those started before it and not yet ended (few: NVTX ranges nest), so the
+    # cost is linear in ranges + launches, not their product.
+    launches.sort(key=itemgetter(1, 0))
     calls = []
-    for api_start, tid, k_start, k_end, kernel in launches:
-        spans = by_thread.get(tid, [])
-        enclosing = [
-            s
-            for s in spans[: bisect.bisect_right(spans, (api_start, 1 << 62))]
-            if s[0] <= api_start <= s[1]
-        ]
-        nccl = next((s for s in reversed(enclosing) if s[3]), None)
-        op = nccl[2] if nccl else ""
-        sized = [_SIZE_AT_END.search(s[2]) for s in reversed(enclosing) if not s[3]]
-        size = (
-            nccl[4]
-            if nccl and nccl[4] is not None
-            else next((int(m.group(1)) for m in sized if m), None)
-        )
-        calls.append(NcclCall(report, op or kernel, size, kernel, k_start, k_end - k_start))
-    return sorted(calls, key=lambda c: c.start_ns)
+    for tid, group in groupby(launches, key=itemgetter(1)):
+        spans, next_span, active = by_thread.get(tid, []), 0, []
+        for api_start, _, k_start, k_end, kernel in group:
+            while next_span < len(spans) and spans[next_span][0] <= api_start:
+                active.append(spans[next_span])
+                next_span += 1
+            active = [s for s in active if s[1] >= api_start]
+            calls.append(_call(report, active, k_start, k_end, kernel))
+    # Exports keep no row order (nsys 2025.6 says so): every field breaks ties.
+    return sorted(calls, key=_call_order)
+
+
+def _call_order(call: NcclCall) -> tuple[int, int, str, str, int]:
+    size = -1 if call.size_bytes is None else call.size_bytes
+    return call.start_ns, call.duration_ns, call.kernel, call.op, size
+
+
+def _call(
+    report: str,
+    enclosing: list[tuple[int, int, str, bool, int | None]],
+    k_start: int,
+    k_end: int,
+    kernel: str,
+) -> NcclCall:
+    """One NCCL kernel's call: the innermost NCCL range around its launch names the collective
+    and carries its payload; else a size at the end of an enclosing range's name."""
+    nccl = next((s for s in reversed(enclosing) if s[3]), None)
+    op = nccl[2] if nccl else ""
+    sized = [
+        _SIZE_AT_END.search(s[2])
+        for s in reversed(enclosing)
+        if not s[3] and COMM_NAME.search(s[2]) and not STEP_NAME.match(s[2])
+    ]
+    size = (
+        nccl[4]
+        if nccl and nccl[4] is not None
+        else next((int(m.group(1)) for m in sized if m), None)
+    )
+    return NcclCall(report, op or kernel, size, kernel, k_start, k_end - k_start)
 
 
 def _message_size_offsets(db: sqlite3.Connection, tables: set[str]) -> dict[int, int]:

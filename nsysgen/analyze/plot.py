@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import os
+import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -104,6 +105,13 @@ class Plots:
         partial.replace(target)
 
 
+def preload() -> None:
+    """Import pyplot in the background while the reports are exported (about a second, and
+    more on slow cores, that would otherwise come after the last report is read): the map
+    waits on nsys most of the time, leaving this thread the interpreter."""
+    threading.Thread(target=_pyplot, name="nsysgen-preload-matplotlib", daemon=True).start()
+
+
 def _pyplot() -> Any:
     import matplotlib
 
@@ -138,6 +146,9 @@ def save(build: Callable[[], Any], target: Path) -> Path:
     return target
 
 
+MAX_SIZE_PANELS = 30  # nccl-tests' -b 8 -e 2G -f 2 is 29 sizes
+
+
 def durations_figure(
     op: str, calls: list[NcclCall], reference_us: dict[int, float], label: str = ""
 ) -> Any:
@@ -145,6 +156,11 @@ def durations_figure(
     for call in calls:
         by_size.setdefault(call.size_bytes, []).append(call.duration_ns / 1000)
     sizes = sorted(by_size, key=lambda s: -1 if s is None else s)
+    if len(sizes) > MAX_SIZE_PANELS:
+        # The sizes with the most calls; all of them are in nccl_by_size.csv.
+        busiest = sorted(sizes, key=lambda s: -len(by_size[s]))[:MAX_SIZE_PANELS]
+        label = f"{label}\n{MAX_SIZE_PANELS} of {len(sizes)} sizes: those with most calls".strip()
+        sizes = [s for s in sizes if s in busiest]
     columns = min(3, len(sizes))
     rows = math.ceil(len(sizes) / columns)
     figure, axes = new_figure(
