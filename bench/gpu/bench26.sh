@@ -13,15 +13,22 @@
 # The reports: REPORTS (3) runs of a stepped torch loop (NVTX "step N" ranges, 100 small kernels
 # and two all-reduces of 1 and 16 MiB per step, one NCCL rank: the GPU is the machine's only one)
 # for SECONDS (20) each.
-# ONLY_NSYSGEN=1 leaves out the other exporters and the recipes.
+# ONLY_NSYSGEN=1 leaves out the other exporters and the recipes. WHEELS: a folder of wheels of
+# dask[distributed] for the machine's Python (the image has no Dask, and no network), installed
+# into a scratch folder so that `nsysgen analyze` runs as users run it: on a local Dask cluster.
 # Usage (device, repository root, DEBS: libdw1 and libelf1 .deb files):
-#   bash bench/gpu/bench26.sh DEBS   -> $OUT/bench26.json
+#   [WHEELS=DIR] bash bench/gpu/bench26.sh DEBS   -> $OUT/bench26.json
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/gpu/nsys-env.sh
 . "$here/nsys-env.sh" "${1:?usage: bench26.sh DEBS}"
 : "${OUT:=/tmp/out}" "${REPORTS:=3}" "${SECONDS_EACH:=20}"
 repo=$PWD
+if [[ -n ${WHEELS:-} ]]; then
+  python3 -m pip install -q --no-index --find-links "$WHEELS" --target /tmp/bench26-dask \
+    'dask[distributed]'
+  export PYTHONPATH=/tmp/bench26-dask${PYTHONPATH:+:$PYTHONPATH}
+fi
 work=/tmp/bench26 && rm -rf "$work" && mkdir -p "$work/reports" "$OUT"
 cat > "$work/stepped.py" <<'PY'
 import os, sys, time
@@ -48,7 +55,7 @@ for i in $(seq 0 $((REPORTS - 1))); do
     python3 "$work/stepped.py" "$SECONDS_EACH" > "$work/profile$i.log" 2>&1
 done
 "$NSYS" --version
-PYTHONPATH=$repo python3 - "$work" "$NSYS" > "$OUT/bench26.json" <<'PY'
+PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH} python3 - "$work" "$NSYS" > "$OUT/bench26.json" <<'PY'
 import importlib.util, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 from nsysgen.analyze import nccl
