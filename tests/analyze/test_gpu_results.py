@@ -77,3 +77,18 @@ def test_nsysgens_exports_carry_the_nccl_payloads_on_nsys_2025() -> None:
     exports = found["exports"]
     assert exports["analyze"]["ranges_with_payload"] == exports["verify"]["ranges_with_payload"]
     assert exports["analyze"]["ranges_with_payload"] > 0 == exports["plain"]["ranges_with_payload"]
+
+
+def test_the_analysis_as_installed_costs_less_than_the_export_floor() -> None:
+    """Issue 26's benchmark, run d: `nsysgen analyze` on its Dask cluster against exporting the
+    same reports in turn, and the figures BENCHMARKS.md quotes from that run."""
+    run = json.loads((RESULTS / "bench26-2026-12-02-d.json").read_text())
+    ratios, seconds = run["ratios_to_floor"], run["seconds"]
+    assert run["dask"] and run["reports"] == 3 and sum(run["report_bytes"]) > 200e6
+    assert ratios["nsysgen analyze --workers 3"] <= 1.2
+    text = (REPO / "BENCHMARKS.md").read_text()
+    assert f"**{seconds['nsysgen analyze --workers 3']:.1f} s (0.74x)**" in text
+    assert (
+        f"{seconds['nsysgen analyze --serial']:.1f} s ({ratios['nsysgen analyze --serial']:.2f}x)"
+        in text
+    )
