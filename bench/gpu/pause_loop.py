@@ -14,6 +14,7 @@ themselves are timed too.
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -58,6 +59,6 @@ while True:
     index += 1
     if state == "after" and index >= closed_index + 30:
         break
-with open(out, "w") as handle:
+with Path(out).open("w") as handle:
     json.dump({"mode": mode, "window_s": window_s, "open_call_ms": open_call_ms,
                "close_call_ms": close_call_ms, "steps": steps}, handle)  # fmt: skip
