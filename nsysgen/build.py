@@ -82,7 +82,11 @@ def build_single(
 
 
 def _folder_of(composed: Composed) -> Path:
-    return Path(str(composed.data["output_dir"])) / str(composed.data["job"]["name"])
+    """The folder the config names. Before validation, which reports a deleted `~output_dir`
+    or `~job.name` with the allowed values: until then a stand-in keeps the path computable."""
+    job = composed.data.get("job")
+    name = job.get("name") if isinstance(job, dict) else None
+    return Path(str(composed.data.get("output_dir") or ".")) / str(name or "job")
 
 
 def _root(folder: Path, config_dirs: Sequence[str]) -> str:

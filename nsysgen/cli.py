@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from nsysgen import __version__
 from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
+from nsysgen.textwidth import wrap
+
+HELP_WIDTH = 80
 
 # The verbs' modules are imported by the verb that needs them: `nsysgen analyze` and `verify`
 # start without Hydra, Jinja and the schemas (about 0.6 s of imports).
@@ -30,52 +33,95 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Per verb: its usage line and what it does; `nsysgen VERB --help` prints these and nothing else.
-VERBS: dict[str, tuple[str, str]] = {
-    "compile": (
-        "nsysgen [--config-dir DIR]... [-m] [OVERRIDE ...]",
-        "Compile one config into OUTPUT_DIR/<job.name>/ (with -m: a sweep, one folder per point\n"
-        "under OUTPUT_DIR/<sweep name>/). The default verb: `nsysgen compile ...` = `nsysgen ...`.",
+@dataclass(frozen=True)
+class Verb:
+    usage: str
+    summary: str  # one line of `nsysgen --help`
+    text: str  # what `nsysgen VERB --help` says it does
+    examples: tuple[str, ...]
+
+
+# `nsysgen VERB --help` prints one of these and nothing else; `nsysgen --help` their summaries.
+VERBS: dict[str, Verb] = {
+    "compile": Verb(
+        "nsysgen [compile] [--config-dir DIR]... [-m] [OVERRIDE ...]",
+        "compile a config into files to commit (the default verb)",
+        "Compile one config into OUTPUT_DIR/<job.name>/ (with -m: a sweep, one folder per\n"
+        "point under OUTPUT_DIR/<sweep name>/). `nsysgen compile ...` = `nsysgen ...`.",
+        (
+            "nsysgen experiment=fsdp-p4de",
+            "nsysgen workload=nccl cluster=p4de capture=window capture.delay=5",
+            "nsysgen -m workload=fsdp capture.delay=30,60,90 capture.duration=30,60",
+            "nsysgen -m workload=fsdp capture.delay+capture.duration=30:60,90:30",
+            "nsysgen --config-dir ./nsys-conf cluster=ours experiment=nightly",
+        ),
     ),
-    "plan": (
-        "nsysgen plan [--json] [--expand N] [--ranks A-B] [--config-dir DIR]... [-m] "
-        "[OVERRIDE ...]",
-        "What a profile will do: ranks and nodes that record (as ranges), report names and sizes,\n"
-        "the capture window, the analysis job's estimated time, lints. Writes nothing. Report\n"
-        "names are spelled out for the first 8 tasks, the first N (--expand N) or the recorded\n"
-        "tasks with ids A..B (--ranks A-B). With -m, one row per sweep point. Exit 2 on errors.",
+    "plan": Verb(
+        "nsysgen plan [--json] [--expand N] [--ranks A-B] [--config-dir DIR]...\n"
+        "             [-m] [OVERRIDE ...]",
+        "say what a profile will do, write nothing",
+        "What a profile will do: ranks and nodes that record (as ranges), report names and\n"
+        "sizes, the capture window, the analysis job's estimated time, lints. Writes nothing.\n"
+        "Report names are spelled out for the first 8 tasks, the first N (--expand N) or the\n"
+        "recorded tasks with ids A..B (--ranks A-B). With -m, one row per sweep point. Lines\n"
+        "fit the terminal (100 columns when not a terminal; COLUMNS sets it). Exit 2 on\n"
+        "errors.",
+        (
+            "nsysgen plan cluster=p5 cluster.nodes=1000 capture.ranks=one_per_node",
+            "nsysgen plan --json experiment=nemo-p5",
+            "nsysgen plan -m capture.delay=5,30",
+        ),
     ),
-    "check": (
+    "check": Verb(
         "nsysgen check [output_dir=DIR]",
+        "prove committed output is current (exit 1 if not)",
         "Recompile every folder under DIR (default: generated) from its manifest, from any\n"
         "working directory, and exit 1 on any difference: changed, edited by hand, missing,\n"
         "orphaned files, changed training scripts, incomplete sweeps.",
+        ("nsysgen check", "nsysgen check output_dir=ci/profiles"),
     ),
-    "regenerate": (
+    "regenerate": Verb(
         "nsysgen regenerate [--force] [output_dir=DIR]",
-        "Rewrite every folder under DIR (default: generated) that `check` finds stale, from its\n"
-        "own manifest, and print what changed and why. Folders with files edited by hand are\n"
-        "kept (exit 1) unless --force, which overwrites the edits.",
+        "rewrite every stale folder from its manifest",
+        "Rewrite every folder under DIR (default: generated) that `check` finds stale, from\n"
+        "its own manifest, and print what changed and why. Folders with files edited by hand\n"
+        "are kept (exit 1) unless --force, which overwrites the edits.",
+        ("nsysgen regenerate", "nsysgen regenerate --force output_dir=ci/profiles"),
     ),
-    "show": (
+    "show": Verb(
         "nsysgen show [--all] [--config-dir DIR]... [OVERRIDE ...]",
-        "Print the composed, resolved config as YAML, with the group choices. --all adds each\n"
-        "key's type and description as comments. Writes nothing.",
+        "print the composed config (Hydra's --cfg job)",
+        "Print the composed, resolved config as YAML, with the group choices. --all adds\n"
+        "each key's type and description as comments. Writes nothing.",
+        ("nsysgen show capture=steps", "nsysgen show --all cluster=p5"),
     ),
-    "analyze": (
-        "nsysgen analyze REPORTS [--nsys NSYS] [--output DIR] [--nccl-tests-log FILE]",
-        "NCCL collectives in nsys reports: kernel time per call and by message size (CSV, PNG).",
+    "analyze": Verb(
+        "nsysgen analyze REPORTS [--job-id ID] [--nsys NSYS] [--output DIR] [...]",
+        "turn a run's reports into figures, stragglers, a gate",
+        "NCCL collectives in nsys reports: kernel time per call and by message size (CSV,\n"
+        "PNG); per rank x step GPU figures, stragglers and a regression gate.",
+        (
+            "nsysgen analyze /fsx/nsight-reports/fsdp-p4de",
+            "nsysgen analyze reports/job1234 --nccl-tests-log slurm-1234.out",
+        ),
     ),
-    "verify": (
+    "verify": Verb(
         "nsysgen verify FOLDER [--reports DIR] [--job-id ID] [--json]",
-        "After a job: is every report the setup promises there, readable, and holding the asked\n"
-        "capture? Exit 0 complete, 1 with a table of what is missing or wrong, 2 bad input.",
+        "check a run produced every promised report",
+        "After a job: is every report the setup promises there, readable, and holding the\n"
+        "asked capture? Exit 0 complete, 1 with a table of what is missing or wrong, 2 bad\n"
+        "input.",
+        ("nsysgen verify generated/fsdp-p4de", "nsysgen verify generated/fsdp-p4de --job-id 1234"),
     ),
-    "completion": (
+    "completion": Verb(
         "nsysgen completion bash|zsh",
-        "Print a shell completion script for verbs, groups, options and keys. Install:\n"
-        '  bash: eval "$(nsysgen completion bash)"   (e.g. in ~/.bashrc)\n'
-        '  zsh:  eval "$(nsysgen completion zsh)"    (e.g. in ~/.zshrc)',
+        "print a shell completion script",
+        "Print a shell completion script for verbs, flags, paths, groups, options and keys.\n"
+        "Install it in your shell's start-up file.",
+        (
+            'eval "$(nsysgen completion bash)"    # in ~/.bashrc',
+            'eval "$(nsysgen completion zsh)"     # in ~/.zshrc',
+        ),
     ),
 }
 
@@ -86,11 +132,8 @@ class UsageError(NsysgenError):
         self.verb = verb
 
     def user_message(self) -> str:
-        usage = VERBS[self.verb][0]
-        return f"error: {self}\nusage: {usage}\nRun 'nsysgen {self._help_hint()}' for more."
-
-    def _help_hint(self) -> str:
-        return "--help" if self.verb == "compile" else f"{self.verb} --help"
+        usage = VERBS[self.verb].usage
+        return f"error: {self}\nusage: {usage}\nRun 'nsysgen {self.verb} --help' for more."
 
 
 @dataclass
@@ -117,32 +160,79 @@ _FLAGS = {
 }
 
 
+# Hydra's own command-line flags, which nsysgen does not take, and what to use instead.
+_HYDRA_FLAGS = {
+    "--cfg": "nsysgen show prints the composed config (--all adds each key's type and text)",
+    "-c": "nsysgen show prints the composed config (--all adds each key's type and text)",
+    "--resolve": "nsysgen show prints the config resolved",
+    "--info": "nsysgen --help lists the groups, options and keys; nsysgen show the config",
+    "--hydra-help": "nsysgen --help lists the groups, options and keys",
+    "--config-path": "nsysgen --config-dir DIR adds a folder of your own groups and options",
+    "-cp": "nsysgen --config-dir DIR adds a folder of your own groups and options",
+    "--config-name": "choose an experiment: nsysgen experiment=NAME (in --config-dir DIR)",
+    "-cn": "choose an experiment: nsysgen experiment=NAME (in --config-dir DIR)",
+}
+
+
 def parse_arguments(argv: Sequence[str]) -> Arguments:
     args = Arguments()
     words = list(argv)
     if words and words[0] in VERBS:
         args.verb = words.pop(0)
+    elif words and _bare(words[0]):
+        raise UsageError(_unknown_verb(words[0]), args.verb)
     while words:
-        word = words.pop(0)
-        flag = {"--multirun": "-m", "-h": "--help"}.get(word, word)
-        name, has_value, value = flag.partition("=")
-        if flag == "--help":
-            args.help = True
-        elif name == "--config-dir" and name in _FLAGS[args.verb]:
-            if not has_value and not words:
-                raise UsageError("--config-dir needs a directory", args.verb)
-            args.config_dirs.append(value if has_value else words.pop(0))
-        elif name in ("--expand", "--ranks") and name in _FLAGS[args.verb]:
-            if not has_value and not words:
-                raise UsageError(f"{name} needs a value", args.verb)
-            _plan_option(args, name, value if has_value else words.pop(0))
-        elif flag in _FLAGS[args.verb] and flag in _SWITCHES:
-            setattr(args, _SWITCHES[flag], True)
-        elif word.startswith("-") and not word.startswith("~"):
-            raise UsageError(f"{args.verb} does not take {word}", args.verb)
-        else:
-            args.overrides.append(word)
+        _take(args, words.pop(0), words)
     return args
+
+
+def _take(args: Arguments, word: str, rest: list[str]) -> None:
+    """One word of the command line into `args` (a flag's value taken from `rest`)."""
+    flag = {"--multirun": "-m", "-h": "--help"}.get(word, word)
+    name, has_value, value = flag.partition("=")
+    if flag == "--help":
+        args.help = True
+    elif name in ("--config-dir", "--expand", "--ranks") and name in _FLAGS[args.verb]:
+        if not has_value and not rest:
+            what = "a directory" if name == "--config-dir" else "a value"
+            raise UsageError(f"{name} needs {what}", args.verb)
+        value = value if has_value else rest.pop(0)
+        if name == "--config-dir":
+            args.config_dirs.append(value)
+        else:
+            _plan_option(args, name, value)
+    elif flag in _FLAGS[args.verb] and flag in _SWITCHES:
+        setattr(args, _SWITCHES[flag], True)
+    elif name in _HYDRA_FLAGS:
+        raise UsageError(f"{name} is Hydra's flag, not nsysgen's: {_HYDRA_FLAGS[name]}")
+    elif word.startswith("-") and not word.startswith("~"):
+        raise UsageError(f"{args.verb} does not take {word}", args.verb)
+    elif _bare(word):
+        raise UsageError(_bare_word(word), args.verb)
+    else:
+        args.overrides.append(word)
+
+
+def _bare(word: str) -> bool:
+    """A word that is neither a flag nor an override (overrides hold '=' or start with '~')."""
+    return "=" not in word and not word.startswith(("-", "~", "+"))
+
+
+def _unknown_verb(word: str) -> str:
+    from nsysgen.config.keys import suggest
+
+    return f"{word}: not a verb{suggest(word, list(VERBS))} (allowed: {', '.join(VERBS)})"
+
+
+def _bare_word(word: str) -> str:
+    """What a word without '=' after the verb probably meant."""
+    from nsysgen.config.compose import GROUPS
+
+    if word in VERBS:
+        return f"{word}: the verb comes first: nsysgen {word} ..."
+    if word in GROUPS:
+        return f"{word}: a group takes an option, as {word}=OPTION (nsysgen --help lists them)"
+    return f"{word}: not an override (allowed: group=option, key=value, +key=value, ~key)"
 
 
 _SWITCHES = {"-m": "multirun", "--json": "json", "--all": "all", "--force": "force"}
@@ -170,8 +260,11 @@ def _plan_option(args: Arguments, name: str, value: str) -> None:
 
 
 def verb_help(verb: str) -> str:
-    usage, text = VERBS[verb]
-    return f"usage: {usage}\n\n{text}"
+    """`nsysgen VERB --help`: usage, what it does, examples."""
+    entry = VERBS[verb]
+    text = "\n".join(wrap(" ".join(entry.text.split()), HELP_WIDTH))
+    examples = "\n".join(f"  {example}" for example in entry.examples)
+    return f"usage: {entry.usage}\n\n{text}\n\nexamples:\n{examples}"
 
 
 def help_text(composer: Composer) -> str:
@@ -182,15 +275,16 @@ def help_text(composer: Composer) -> str:
     lines = [
         f"nsysgen {__version__}: compile Nsight Systems profiling setups for distributed training.",
         "",
-        "usage: nsysgen [VERB] [OPTIONS] [OVERRIDE ...]    (nsysgen VERB --help for one verb)",
+        "usage: nsysgen [VERB] [OPTIONS] [OVERRIDE ...]  (nsysgen VERB --help: one verb)",
         "",
         "Verbs:",
     ]
-    for verb, (_, text) in VERBS.items():
-        lines.append(f"  {verb:<11} {text.splitlines()[0]}")
+    for verb, entry in VERBS.items():
+        lines.append(f"  {verb:<11} {entry.summary}")
     lines += [
         "",
-        "Overrides use Hydra's grammar: group=option, key=value, +key=value (a new key).",
+        "Overrides use Hydra's grammar: group=option, key=value, +key=value (a new key),",
+        "~key (delete). Quote list items that hold '=': key='[\"--lr=1e-4\"]'.",
         "",
         "Config groups (* = default):",
     ]
@@ -199,26 +293,26 @@ def help_text(composer: Composer) -> str:
             f"{option}*" if defaults.get(group) == option else option
             for option in composer.group_options(group)
         ]
-        lines.append(f"  {group + ':':<11} {', '.join(options)}")
+        lines += wrap(", ".join(options), HELP_WIDTH, f"  {group + ':':<11} ", " " * 14)
     lines += ["", "Keys (nsysgen show --all prints every value):"]
     for key in catalog():
         if key.kind == "object" and key.path.count(".") < 1:
             continue
         text = key.description or key.kind
-        lines.append(f"  {key.path:<34} {text}")
+        lines += wrap(text, HELP_WIDTH, f"  {key.path:<34} ", " " * 37)
     lines += [
         "",
         "Examples:",
         "  nsysgen experiment=fsdp-p4de",
         "  nsysgen workload=nccl cluster=p4de capture=window capture.delay=5",
         "  nsysgen -m workload=fsdp capture.delay=30,60,90 capture.duration=30,60",
-        "  nsysgen -m workload=fsdp capture.delay+capture.duration=30:60,90:30  (paired values)",
+        "  nsysgen -m workload=fsdp capture.delay+capture.duration=30:60,90:30",
         "  nsysgen plan cluster=p5 cluster.nodes=1000 capture.ranks=one_per_node",
         "  nsysgen show capture=steps",
         "  nsysgen check",
         "  nsysgen regenerate",
         "",
-        "Exit codes: 0 ok, 1 check found differences, 2 invalid input, 3 internal error (a bug).",
+        "Exit codes: 0 ok, 1 check found differences, 2 invalid input, 3 nsysgen's bug.",
     ]
     return "\n".join(lines)
 
@@ -280,6 +374,7 @@ def run_plan(args: Arguments, composer: Composer) -> int:
     from nsysgen.build import name_points
     from nsysgen.pipeline import build_config
     from nsysgen.plan_report import Expand, as_json, as_table, sweep_table
+    from nsysgen.textwidth import output_width
 
     if args.multirun:
         _, points = name_points(composer, args.overrides)
@@ -291,7 +386,7 @@ def run_plan(args: Arguments, composer: Composer) -> int:
             data = {row[0]: json.loads(as_json(*row[1:])) for row in rows}
             print(json.dumps(data, indent=2))
         else:
-            print(sweep_table(rows))
+            print(sweep_table(rows, output_width()))
         errors = any(f.severity == "error" for *_, findings in rows for f in findings)
         return EXIT_INVALID if errors else EXIT_OK
     config, plan, findings = build_config(
@@ -301,7 +396,10 @@ def run_plan(args: Arguments, composer: Composer) -> int:
         expand = Expand(args.expand or _MAX_EXPAND, *args.ranks)
     else:
         expand = Expand(args.expand) if args.expand else Expand()
-    print((as_json if args.json else as_table)(config, plan, findings, expand))
+    if args.json:
+        print(as_json(config, plan, findings, expand))
+    else:
+        print(as_table(config, plan, findings, expand, output_width()))
     return EXIT_INVALID if any(f.severity == "error" for f in findings) else EXIT_OK
 
 
@@ -374,7 +472,7 @@ def run(argv: Sequence[str]) -> int:
     if first == "completion":
         return run_completion(argv[1:])
     args = parse_arguments(argv)
-    if args.help and args.verb != "compile":
+    if args.help and (args.verb != "compile" or first == "compile"):
         print(verb_help(args.verb))
         return EXIT_OK
     if args.verb == "check":

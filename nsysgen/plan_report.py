@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Finding, enabled
 from nsysgen.profile.plan import ProfilePlan, RecordedTask
 from nsysgen.targets import TARGETS
+from nsysgen.textwidth import PIPE_WIDTH, shell_lines, wrap
 
 _SAMPLE = 8  # report names shown (table and JSON) unless --expand asks for more
 
@@ -108,8 +108,13 @@ def as_json(
 
 
 def as_table(
-    config: Config, plan: ProfilePlan, findings: list[Finding], expand: Expand | None = None
+    config: Config,
+    plan: ProfilePlan,
+    findings: list[Finding],
+    expand: Expand | None = None,
+    width: int = PIPE_WIDTH,
 ) -> str:
+    """The plan as text in lines of at most `width` characters."""
     expand = expand or Expand()
     data = as_dict(config, plan, findings, expand)
     recorded = plan.recorded
@@ -167,36 +172,43 @@ def as_table(
             f"{job['worker_memory_gb']} GB each; analysis.*)",
         ),
     ]
-    width = max(len(name) for name, _ in rows)
-    lines = [f"{name:<{width}}  {value}" for name, value in rows]
+    label = max(len(name) for name, _ in rows)
+    lines = []
+    for name, value in rows:
+        lines += wrap(value, width, f"{name:<{label}}  ", " " * (label + 2))
     lines.append("")
     shown = expand.tasks(plan)
-    lines.append(f"report names ({data['report_pattern']}):")
-    lines += [f"  {r.report}.nsys-rep" for r in shown]
+    lines += wrap(f"report names ({data['report_pattern']}):", width, "", "    ")
+    for r in shown:
+        lines += wrap(f"{r.report}.nsys-rep", width, "  ", "    ")
     if expand.first is None and len(recorded) > len(shown):
-        lines.append(
-            f"  ... {len(recorded) - len(shown)} more "
-            "(--expand N for more, --ranks A-B for a range)"
+        more = len(recorded) - len(shown)
+        lines += wrap(
+            f"... {more} more (--expand N for more, --ranks A-B for a range)", width, "  ", "    "
         )
     lines.append("")
     first = str(recorded[0].task) if len(recorded) else "-"
     lines.append("nsys command of task " + first + ":")
-    lines.append("  " + shlex.join(plan.nsys_command))
+    lines += shell_lines(plan.nsys_command, width)
     lines.append("")
     fired = {f.lint for f in findings}
     lines.append(f"lints ({len(findings)} finding(s)):")
     for finding in findings:
-        lines.append(f"  {finding.severity:<7} {finding.lint} {finding.path}: {finding.message}")
-        lines.append(f"          fix: {finding.fix}")
+        head = f"{finding.severity:<7} {finding.lint} {finding.path}: {finding.message}"
+        lines += wrap(head, width, "  ", " " * 10)
+        lines += wrap(f"fix: {finding.fix}", width, " " * 10, " " * 15)
     # Exactly the lints that ran for this config (its target's, not those switched off).
     ran = enabled(config, TARGETS[config.target.name].lints)
     passed = [lint.id for lint, _ in ran if lint.id not in fired]
-    lines.append(f"  passed: {', '.join(passed)}")
+    lines += wrap(f"passed: {', '.join(passed)}", width, "  ", " " * 10)
     return "\n".join(lines)
 
 
-def sweep_table(rows: list[tuple[str, Config, ProfilePlan, list[Finding]]]) -> str:
-    """One line per sweep point: what it records, its window, its reports, its lints."""
+def sweep_table(
+    rows: list[tuple[str, Config, ProfilePlan, list[Finding]]], width: int = PIPE_WIDTH
+) -> str:
+    """One line per sweep point: what it records, its window, its reports, its lints; the
+    window's text is cut to fit `width` (`nsysgen plan` of one point says it whole)."""
     header = ("point", "job", "recording", "window", "reports", "lints")
     lines = [header]
     for name, config, plan, findings in rows:
@@ -213,10 +225,22 @@ def sweep_table(rows: list[tuple[str, Config, ProfilePlan, list[Finding]]]) -> s
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    window = header.index("window")
+    others = sum(widths) - widths[window] + 2 * (len(header) - 1)
+    if others + widths[window] > width:
+        fit = max(len(header[window]), width - others)
+        lines = [_cut(line, window, fit) for line in lines]
+        widths[window] = fit
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        "  ".join(cell.ljust(size) for cell, size in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def _cut(line: tuple[str, ...], index: int, fit: int) -> tuple[str, ...]:
+    cell = line[index]
+    short = cell if len(cell) <= fit else cell[: max(0, fit - 3)] + "..."
+    return (*line[:index], short, *line[index + 1 :])
 
 
 def _run_seconds(config: Config) -> dict[str, float] | None:

@@ -25,15 +25,27 @@ from nsysgen.analyze.plot import require_matplotlib
 from nsysgen.analyze.reduce import reduce
 from nsysgen.analyze.runs import Run
 from nsysgen.errors import EXIT_INVALID
+from nsysgen.textwidth import wrap
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nsysgen analyze",
-        description=(
-            "NCCL collectives in nsys reports: GPU kernel time per call, by message size, as CSV "
-            "and one PNG per operation; per rank x step GPU figures, stragglers and a "
-            "regression gate (summary.json)."
+        # Written out: argparse cannot break the placement group's alternatives, a line of 109.
+        usage="%(prog)s REPORTS [--job-id ID] [--output DIR] [--nccl-tests-log F]\n"
+        "    [--workers N | --scheduler-file FILE | --scheduler ADDRESS | --serial] [...]",
+        epilog="examples:\n"
+        "  nsysgen analyze /fsx/nsight-reports/fsdp-p4de\n"
+        "  nsysgen analyze reports/job1234 --nccl-tests-log slurm-1234.out\n"
+        "  nsysgen analyze reports --job-id 1234 --baseline old/analysis/summary.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="\n".join(
+            wrap(
+                "NCCL collectives in nsys reports: GPU kernel time per call, by message size, "
+                "as CSV and one PNG per operation; per rank x step GPU figures, stragglers and "
+                "a regression gate (summary.json).",
+                78,
+            )
         ),
     )
     parser.add_argument(

@@ -10,21 +10,23 @@ Hydra: composition, and the split of a sweep's overrides into points (`Composer.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
-from hydra.errors import HydraException
+from hydra.errors import HydraException, MissingConfigException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from nsysgen.config.hygiene import control_character, resolver_issues
 from nsysgen.config.interpolate import REFERENCE, Unsupported, resolve
@@ -34,6 +36,7 @@ from nsysgen.resources import CONF_DIR
 
 GROUPS = ("cluster", "workload", "capture", "target", "nsight", "experiment")
 PRIMARY_CONFIG = "config"
+_MISSING_KEY = re.compile(r"Interpolation key '([^']+)' not found")
 
 
 @dataclass(frozen=True)
@@ -100,13 +103,14 @@ class Composer:
                     "line breaks, tabs or other control characters)"
                 )
             if text not in self._parsed:
+                _check_shape(text)
                 try:
                     self._parsed[text] = self._parser.parse_overrides([text])
                 except HydraException as exc:
                     reason = _first_paragraph(str(exc)).splitlines()[0]
                     raise ComposeError(
                         f"{text}: not a valid override ({reason}); the grammar is group=option "
-                        "or key=value (Hydra override grammar)"
+                        f"or key=value (Hydra override grammar){_quoting_hint(text)}"
                     ) from None
             parsed += self._parsed[text]
         return parsed
@@ -144,7 +148,9 @@ class Composer:
         try:
             data = _assign_and_resolve(base.plain, assignments)
         except Unsupported:
-            data = _assign_and_resolve_with_omegaconf(base.cfg, assignments)
+            sources = self.sources(base.choices)
+            data = _assign_and_resolve_with_omegaconf(base.cfg, assignments, sources)
+        _env_integers_as_text(data)
         extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
         assigned = {key for key, _ in assignments}
         return Composed(
@@ -209,8 +215,12 @@ class Composer:
                 cfg = self._loader.load_configuration(
                     PRIMARY_CONFIG, overrides, RunMode.RUN, from_shell=True
                 )
+            except MissingConfigException as exc:
+                raise ComposeError(self._missing_option(exc)) from None
             except (HydraException, OmegaConfBaseException) as exc:
                 raise ComposeError(_first_paragraph(str(exc))) from None
+            except yaml.YAMLError as exc:
+                raise ComposeError(_yaml_error(exc)) from None
             raw_choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
             assert isinstance(raw_choices, dict)
             with open_dict(cfg):
@@ -224,6 +234,62 @@ class Composer:
             assert isinstance(plain, dict)
             self._bases[key] = _Base(cfg, {str(k): v for k, v in plain.items()}, choices)
         return self._bases[key]
+
+    def _missing_option(self, exc: MissingConfigException) -> str:
+        """An unknown option chosen inside a config file (a defaults list's `override /g: o`):
+        the file that chose it, the group's options and a close one."""
+        group, _, option = (exc.missing_cfg_file or "").rpartition("/")
+        if not group or not self._loader.repository.group_exists(group):
+            return _first_paragraph(str(exc))
+        chooser = re.compile(rf"(^|[\s/]){re.escape(group)}\s*:\s*['\"]?{re.escape(option)}\b")
+        files = [
+            str(path)
+            for directory in (*self._user_dirs, CONF_DIR)
+            for path in sorted(Path(directory).rglob("*.yaml"))
+            if any(chooser.search(line) for line in _lines(path))
+        ]
+        where = f" (chosen in {', '.join(files)})" if files else ""
+        return unknown_option(group, option, self.group_options(group)) + where
+
+
+_PAIRED_KEYS = re.compile(r"^[A-Za-z_][\w./-]*(\+[A-Za-z_][\w./-]*)+=")
+
+
+def _check_shape(text: str) -> None:
+    """Overrides Hydra's parser would reject with a message about its grammar, not the cause."""
+    key, equals, value = text.partition("=")
+    if equals and not key.strip("+~"):
+        raise ComposeError(f"{text!r}: an override needs a key before '=' (e.g. capture.delay=30)")
+    if _PAIRED_KEYS.match(text):
+        raise ComposeError(f"{text}: a paired sweep needs -m (--multirun): nsysgen -m {text}")
+
+
+def _quoting_hint(text: str) -> str:
+    """Hydra's grammar takes '=' inside a list item as syntax; quoted items hold it."""
+    value = text.partition("=")[2]
+    if "[" in value and "=" in value:
+        example = '["--max_steps=200", "--lr=1e-4"]'
+        return f"; list items holding '=' need quotes: {text.partition('=')[0]}='{example}'"
+    return ""
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """file:line:column: what YAML's parser found (line and column counted from 1)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is None:
+        return f"a config file is not valid YAML ({problem})"
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and start is not None:  # where the broken construct began, often the mistake
+        problem = f"{context} at line {start.line + 1}, column {start.column + 1}: {problem}"
+    return f"{mark.name}:{mark.line + 1}:{mark.column + 1}: not valid YAML ({problem})"
 
 
 @dataclass(frozen=True)
@@ -272,7 +338,7 @@ def _assign_and_resolve(
 
 
 def _assign_and_resolve_with_omegaconf(
-    base: DictConfig, assignments: list[tuple[str, Any]]
+    base: DictConfig, assignments: list[tuple[str, Any]], sources: Mapping[str, str]
 ) -> dict[str, Any]:
     cfg = copy.deepcopy(base)
     try:
@@ -281,10 +347,49 @@ def _assign_and_resolve_with_omegaconf(
         for dotted, value in assignments:
             OmegaConf.update(cfg, dotted, value, merge=False)
         data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except InterpolationKeyError as exc:
+        # OmegaConf's own text names neither the file nor the keys that do exist.
+        key = str(getattr(exc, "full_key", "") or "")
+        missing = _MISSING_KEY.search(str(exc))
+        source = sources.get(key.split(".")[0])
+        raise ComposeError(
+            f"{key}: refers to {missing.group(1) if missing else 'a key'}, which the config "
+            f"does not have{suggest(missing.group(1), _keys(cfg)) if missing else ''}"
+            + (f" [in {source}]" if source else "")
+        ) from None
     except OmegaConfBaseException as exc:
         raise ComposeError(_first_paragraph(str(exc))) from None
     assert isinstance(data, dict)
     return {str(key): value for key, value in data.items()}
+
+
+def _env_integers_as_text(data: dict[str, Any]) -> None:
+    """`cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4` (or `: 4` in a file) is the text "4": an
+    environment holds only text, and YAML and Hydra's grammar read digits as a number. Other
+    numbers, booleans and null stay as they are, for the schema to refuse: their text would be
+    a guess ("1.10" reads as 1.1, true as "true" or "True")."""
+    cluster = data.get("cluster")
+    env = cluster.get("env") if isinstance(cluster, dict) else None
+    if isinstance(env, dict):
+        for name, value in env.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                env[name] = str(value)
+
+
+def _keys(cfg: DictConfig) -> list[str]:
+    """Every dotted key of `cfg`, unresolved (for a did-you-mean)."""
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    found: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else str(key))
+        elif path:
+            found.append(path)
+
+    walk(plain, "")
+    return found
 
 
 def unknown_option(group: str, option: str, options: Sequence[str]) -> str:

@@ -60,6 +60,26 @@ def _paired_dimension(text: str) -> list[list[tuple[str, str]]]:
     return points
 
 
+def _refuse_repeated_keys(composer: Composer, plain: Sequence[str], paired: Sequence[str]) -> None:
+    """A key given twice in a sweep (`capture.delay=30,60 capture.delay=90`): Hydra keeps the
+    last and the sweep silently loses a dimension."""
+    given: dict[str, list[str]] = {}
+    for text in plain:
+        for override in composer.parse([text]):
+            given.setdefault(override.get_key_element().lstrip("+~"), []).append(text)
+    for text in paired:
+        match = _PAIRED.match(text)
+        assert match
+        for key in match["keys"].split("+"):
+            given.setdefault(key.lstrip("+~"), []).append(text)
+    for key, texts in given.items():
+        if len(texts) > 1:
+            raise ComposeError(
+                f"{key} is given {len(texts)} times ({' and '.join(texts)}): a sweep takes each "
+                f"key once (allowed: every value in one override, e.g. {key}=A,B,C)"
+            )
+
+
 @dataclass(frozen=True)
 class Sweep:
     fixed: tuple[str, ...]  # the arguments that are not swept
@@ -70,6 +90,7 @@ def expand(composer: Composer, args: Sequence[str]) -> Sweep:
     """Every point of a sweep, in a stable order (Hydra's order, then paired dimensions)."""
     paired = [a for a in args if _PAIRED.match(a)]
     plain = [a for a in args if not _PAIRED.match(a)]
+    _refuse_repeated_keys(composer, plain, paired)
     grid = composer.sweep_grid(plain)
     swept_keys, batches = grid.swept_keys, grid.points
     dimensions = [_paired_dimension(a) for a in paired]

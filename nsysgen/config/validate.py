@@ -137,6 +137,16 @@ def dotted(path: Sequence[str | int]) -> str:
 
 
 def _issues_from(error: ValidationError, block: str = "") -> Iterator[Issue]:
+    inner = _inner(error)
+    # A list or mapping whose branch matched in shape but not in an element
+    # (capture.ranks=[0,-1]): the element is the mistake, named with its index.
+    for found in inner:
+        yield from _issues_from(found, block)
+    if not inner:
+        yield from _issues_of_one(error, block)
+
+
+def _issues_of_one(error: ValidationError, block: str) -> Iterator[Issue]:
     path = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
     allowed = schema.get("x-allowed")
@@ -173,6 +183,16 @@ def _issues_from(error: ValidationError, block: str = "") -> Iterator[Issue]:
         allowed = allowed or _BOUND_ALLOWED.get(str(kind), "{}").format(error.validator_value)
         detail = f" (allowed: {allowed})" if allowed else ""
         yield Issue(dotted(path), f"{error.message}{detail}")
+
+
+def _inner(error: ValidationError) -> list[ValidationError]:
+    """The errors of a oneOf/anyOf's branches that lie inside the value (in an element or a
+    key of it), when the value is a list or mapping; the value itself is then of the right
+    kind."""
+    if error.validator not in ("oneOf", "anyOf") or not isinstance(error.instance, (list, dict)):
+        return []
+    depth = len(error.absolute_path)
+    return [e for e in error.context or () if len(e.absolute_path) > depth]
 
 
 _BOUND_ALLOWED = {

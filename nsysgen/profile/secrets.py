@@ -56,11 +56,25 @@ def _entropy(text: str) -> float:
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
+# One word of an identifier: camelCase or CamelCase words, an upper-case abbreviation, a
+# lower-case word with digits (f32, bf16, sm90), or a number.
+_WORD = re.compile(
+    r"(?:[A-Z]?[a-z]+)(?:[A-Z][a-z]+|[A-Z]{1,4}(?![a-z]))*|[A-Z]{1,8}\d*|[a-z]+\d+[a-z]*|\d+"
+)
+
+
+def _identifier(run: str) -> bool:
+    """Words joined by '_' or '-' (ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL): a name, not a
+    key. Random base64url has few separators, and the pieces between them are no words."""
+    parts = re.split(r"[_-]+", run)
+    return len(parts) >= 3 and all(_WORD.fullmatch(part) for part in parts)
+
+
 def _looks_random(text: str) -> bool:
     for match in _RANDOM_RUN.finditer(text):
         run = match.group(0).strip("-_=")
-        if len(run) < 32 or _HEX.fullmatch(run):
-            continue  # digests (sha256, image digests) are not secrets
+        if len(run) < 32 or _HEX.fullmatch(run) or _identifier(run):
+            continue  # digests (sha256, image digests) and names are not secrets
         classes = sum(bool(re.search(p, run)) for p in ("[a-z]", "[A-Z]", "[0-9]"))
         if classes == 3 and _entropy(run) >= _ENTROPY_BITS:
             return True

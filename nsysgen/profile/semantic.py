@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config
-from nsysgen.profile.workloads import step_method, workload_kind
+from nsysgen.model import Config, settings_as
+from nsysgen.profile.nccl_run import size_bytes
+from nsysgen.profile.workloads import NcclSettings, step_method, workload_kind
 
 Check = Callable[[Config], Iterator[Issue]]
 
@@ -211,6 +212,19 @@ def _extra_args_not_owned(config: Config) -> Iterator[Issue]:
             )
 
 
+def _nccl_sizes(config: Config) -> Iterator[Issue]:
+    if config.workload.kind != "nccl":
+        return
+    settings = settings_as(config.workload.settings, NcclSettings)
+    low, high = size_bytes(settings.min_bytes), size_bytes(settings.max_bytes)
+    if low > high:
+        yield Issue(
+            "workload.nccl.min_bytes",
+            f"{settings.min_bytes} is more than workload.nccl.max_bytes {settings.max_bytes}: "
+            "nccl-tests would run no size (allowed: min_bytes <= max_bytes)",
+        )
+
+
 CHECKS: tuple[Check, ...] = (
     _ranks_in_world,
     _collectors_supported,
@@ -221,6 +235,7 @@ CHECKS: tuple[Check, ...] = (
     _known_to_version,
     _recipes_runnable,
     _extra_args_not_owned,
+    _nccl_sizes,
 )
 
 

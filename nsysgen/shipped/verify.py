@@ -1093,7 +1093,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Check that a profiled job's reports are all there and hold what was asked.",
-        epilog="Exit codes: 0 complete, 1 missing or wrong reports, 2 bad input.",
+        epilog=(
+            f"examples:\n  {prog} generated/fsdp-p4de\n"
+            f"  {prog} generated/fsdp-p4de --job-id 1234 --json\n\n"
+            "Exit codes: 0 complete, 1 missing or wrong reports, 2 bad input."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "folder", type=Path, nargs="?", help=f"the generated folder (with {EXPECT_FILE})"

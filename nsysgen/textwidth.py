@@ -1,0 +1,76 @@
+"""Text for a terminal: the width to fit, prose wrapped to it, and shell commands broken so that
+they can still be pasted into a shell."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
+
+PIPE_WIDTH = 100  # output that is not a terminal: a log, a pull request comment, a file
+MIN_WIDTH = 40
+
+
+def output_width() -> int:
+    """COLUMNS when set, else the terminal's width, else PIPE_WIDTH."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit():
+        return max(MIN_WIDTH, int(columns))
+    if sys.stdout.isatty():
+        return max(MIN_WIDTH, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
+    return PIPE_WIDTH
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """`text` in lines of at most `width` characters: the first after `first`, the others
+    after `rest`. Words longer than a line are cut (a path is still readable across lines)."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def shell_lines(
+    argv: Sequence[str], width: int, indent: str = "  ", rest: str = "      "
+) -> list[str]:
+    """`argv` as a shell command in lines of at most `width` characters, joined by backslash
+    continuations. A word longer than a line is split into quoted pieces that the shell joins
+    again ('abc'\\ + newline + 'def' reads as abcdef), so the text stays one paste-able command.
+    The first line starts with `indent`, the others with `rest`."""
+    room = max(8, width - max(len(indent), len(rest)) - 2)  # 2: " \\"
+    pieces: list[tuple[str, bool]] = []  # (text, whether the next piece continues its word)
+    for word in argv:
+        quoted = shlex.quote(word)
+        if len(quoted) <= room:
+            pieces.append((quoted, False))
+            continue
+        chunk = max(1, room - 3)  # the two quotes and the backslash
+        parts = [word[i : i + chunk] for i in range(0, len(word), chunk)]
+        pieces += [(_quote_all(part) + "\\", True) for part in parts[:-1]]
+        pieces.append((_quote_all(parts[-1]), False))
+    lines: list[str] = []
+    current, lead = "", indent
+    for text, continues in pieces:
+        if current and len(current) + 1 + len(text) > room:
+            lines.append(lead + current + " \\")
+            current, lead = "", rest
+        current = f"{current} {text}" if current else text
+        if continues:
+            # The word goes on at the very start of the next line: an indent there would
+            # make the rest another word.
+            lines.append(lead + current)
+            current, lead = "", ""
+    lines.append(lead + current)
+    return lines
+
+
+def _quote_all(text: str) -> str:
+    """Single quotes always, so that split pieces join into one word whatever they hold."""
+    return "'" + text.replace("'", "'\"'\"'") + "'"
