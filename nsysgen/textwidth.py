@@ -51,10 +51,9 @@ def shell_lines(
         if len(quoted) <= room:
             pieces.append((quoted, False))
             continue
-        chunk = max(1, room - 3)  # the two quotes and the backslash
-        parts = [word[i : i + chunk] for i in range(0, len(word), chunk)]
-        pieces += [(_quote_all(part) + "\\", True) for part in parts[:-1]]
-        pieces.append((_quote_all(parts[-1]), False))
+        parts = _pieces(word, room - 1)  # 1: the backslash that joins a piece to the next
+        pieces += [(part + "\\", True) for part in parts[:-1]]
+        pieces.append((parts[-1], False))
     lines: list[str] = []
     current, lead = "", indent
     for text, continues in pieces:
@@ -69,6 +68,17 @@ def shell_lines(
             current, lead = "", ""
     lines.append(lead + current)
     return lines
+
+
+def _pieces(word: str, room: int) -> list[str]:
+    """`word` in quoted pieces of at most `room` characters each (at least one character)."""
+    pieces, current = [], ""
+    for char in word:
+        if current and len(_quote_all(current + char)) > room:
+            pieces.append(_quote_all(current))
+            current = ""
+        current += char
+    return [*pieces, _quote_all(current)]
 
 
 def _quote_all(text: str) -> str:

@@ -31,7 +31,10 @@ def test_a_hundred_thousand_nodes_plan_as_ranges(run_cli: RunCli) -> None:
     assert node["analysis"]["nodes"] > 1
 
 
-def test_lints_hold_at_a_hundred_thousand_nodes(run_cli: RunCli) -> None:
+def test_lints_hold_at_a_hundred_thousand_nodes(
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per finding
     shared = run_cli("plan", *HUGE, "capture.ranks=all", "capture.report_name=same")
     assert shared.code == 2
     assert "NSG002 capture.report_name: 1 report name(s) are shared by several tasks" in shared.out
@@ -69,7 +72,8 @@ def test_compile_names_a_few_reports_not_every_one(
     assert len(expect) < 4000
 
 
-def test_expand_a_chosen_rank_range(run_cli: RunCli) -> None:
+def test_expand_a_chosen_rank_range(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per report name
     result = run_cli("plan", *HUGE, "capture.ranks=all", "--ranks", "799998-799999")
     names = [line for line in result.out.splitlines() if line.startswith("  /fsx")]
     assert [n.split("_rank")[1].split("_")[0] for n in names] == ["799998", "799999"]

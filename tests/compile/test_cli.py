@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from tests.conftest import REPO, RunCli, run_nsysgen_process, tree_bytes
 def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
     result = run_cli("--help")
     assert result.code == 0
-    lines = {line.split(":")[0].strip(): line for line in result.out.splitlines() if ":" in line}
+    assert max(len(line) for line in result.out.splitlines()) <= 80
+    text = re.sub(r"\n {14}(?=\S)", " ", result.out)  # a group's options go on under it
+    lines = {line.split(":")[0].strip(): line for line in text.splitlines() if ":" in line}
     assert lines["cluster"].endswith("local, p4d, p4de, p5*, p5e, p5en, p6-b200")
     assert lines["workload"].endswith("bridge, command, fsdp, megatron, nccl*, nemo, python")
     assert lines["capture"].endswith("nvtx, steps, window*")
