@@ -419,7 +419,7 @@ def run_completion(argv: Sequence[str]) -> int:
     if len(argv) == 1 and argv[0] in ("bash", "zsh"):
         from nsysgen.completion import completion_script
 
-        print(completion_script(argv[0]), end="")
+        print(completion_script(argv[0], VERBS, _FLAGS, _SWITCHES), end="")
         return EXIT_OK
     if len(argv) == 1 and argv[0] in ("-h", "--help"):
         print(verb_help("completion"))

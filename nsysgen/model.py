@@ -40,6 +40,19 @@ def settings_as(settings: WorkloadSettings | TargetSettings, kind: type[_S]) -> 
 
 
 @dataclass(frozen=True)
+class EnvDefault:
+    """A variable nsysgen sets by default (`cluster.env_defaults`, `workload.env_defaults`)."""
+
+    value: str
+    reason: str  # why, for the generated README
+    efa_only: bool = False  # only on clusters with EFA devices
+
+
+# NAME -> its default, or None where the config removed it (NAME: null); sorted by name.
+EnvDefaults = tuple[tuple[str, EnvDefault | None], ...]
+
+
+@dataclass(frozen=True)
 class Cluster:
     name: str
     instance_type: str
@@ -57,6 +70,7 @@ class Cluster:
     env: tuple[tuple[str, str], ...]
     nvlink_GBps: float | None = None  # NVLink bandwidth per GPU and direction
     efa_Gbps: float | None = None  # EFA bandwidth of a node, all its devices
+    env_defaults: EnvDefaults = ()
 
     @property
     def world_size(self) -> int:
@@ -72,6 +86,7 @@ class Workload:
     settings: WorkloadSettings  # the block named after `kind` (nccl, nemo, fsdp, python)
     step_seconds: float  # assumptions for size estimates (workload.estimate)
     kernels_per_second: float
+    env_defaults: EnvDefaults = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,9 @@ class Capture:
     nvtx_range: str | None = None
     nvtx_domain: str | None = None
     s3_uri: str | None = None  # reports are copied there after the run
+    cuda_trace: str = "auto"  # auto | software | hardware (nsysgen/profile/cuda_trace.py)
+    nccl_trace: tuple[str, ...] = ()  # --nccl-trace values; () = off
+    pytorch: tuple[str, ...] = ()  # --pytorch values; () = off
 
     @property
     def delay_s(self) -> int:
@@ -121,6 +139,11 @@ class Nsight:
     cuda_event_trace: bool
     trace_values: tuple[str, ...]
     recipes: tuple[str, ...]
+    tested: bool = True  # False: built from NVIDIA's documentation, never run by the tests
+    sources: tuple[str, ...] = ()
+    pytorch_values: tuple[str, ...] = ()
+    nccl_trace_values: tuple[str, ...] = ()  # advanced NCCL tracing (--nccl-trace)
+    blackwell_cuda_trace: str = "software"  # what --trace=cuda records on Blackwell
 
 
 @dataclass(frozen=True)
@@ -235,6 +258,14 @@ def cluster_from(c: Block) -> Cluster:
         env=tuple(sorted(c["env"].items())),
         nvlink_GBps=c.get("network", {}).get("nvlink_GBps"),
         efa_Gbps=c.get("network", {}).get("efa_Gbps"),
+        env_defaults=env_defaults_from(c.get("env_defaults", {})),
+    )
+
+
+def env_defaults_from(block: Block) -> EnvDefaults:
+    return tuple(
+        (name, None if entry is None else EnvDefault(**entry))
+        for name, entry in sorted(block.items())
     )
 
 
@@ -247,6 +278,7 @@ def workload_from(w: Block, settings: WorkloadSettings) -> Workload:
         settings=settings,
         step_seconds=float(w["estimate"]["step_seconds"]),
         kernels_per_second=float(w["estimate"]["kernels_per_second"]),
+        env_defaults=env_defaults_from(w.get("env_defaults", {})),
     )
 
 
@@ -286,6 +318,9 @@ def capture_from(cap: Block, kind: str = "") -> Capture:
         nvtx_range=cap.get("nvtx_range"),
         s3_uri=cap.get("s3_uri"),
         nvtx_domain=cap.get("nvtx_domain"),
+        cuda_trace=cap.get("cuda_trace", "auto"),
+        nccl_trace=tuple(cap.get("nccl_trace", ())),
+        pytorch=tuple(cap.get("pytorch", ())),
     )
 
 
@@ -305,4 +340,9 @@ def nsight_from(n: Block) -> Nsight:
         cuda_event_trace=n["switches"]["cuda_event_trace"],
         trace_values=tuple(n["trace_values"]),
         recipes=tuple(n["recipes"]),
+        tested=n.get("tested", True),
+        sources=tuple(n.get("sources", ())),
+        pytorch_values=tuple(n.get("pytorch_values", ())),
+        nccl_trace_values=tuple(n.get("nccl_trace_values", ())),
+        blackwell_cuda_trace=n.get("blackwell_cuda_trace", "software"),
     )

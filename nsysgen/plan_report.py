@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from nsysgen.model import Config
-from nsysgen.profile import nccl_run
+from nsysgen.profile import nccl_run, pause
 from nsysgen.profile.analysis_job import analysis_job, human_seconds
 from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Finding, enabled
@@ -43,6 +43,8 @@ def as_dict(
     return {
         "job": config.job.name,
         "target": config.target.name,
+        # False: the nsys version was built from NVIDIA's documentation, never run by the tests.
+        "nsys_version_tested": config.nsight.tested,
         "world_size": plan.world_size,
         "nodes": plan.nodes,
         "tasks_per_node": plan.tasks_per_node,
@@ -83,6 +85,10 @@ def as_dict(
         "total_bytes": total,
         "estimate_basis": plan.size.basis,
         "slowdown_outside_window": asdict(plan.slowdown),
+        "pause_at_window_edges": {
+            **asdict(pause.estimate(config, plan.size.bytes_per_report)),
+            "basis": pause.BASIS,
+        },
         "nsys_command": list(plan.nsys_command),
         "lints": [
             {
@@ -131,6 +137,7 @@ def as_table(
             "world size",
             f"{plan.world_size} GPUs = {plan.nodes} nodes x {config.cluster.gpus_per_node}",
         ),
+        *([("nsys", _untested(config))] if not config.nsight.tested else []),
         ("launch", plan.launch),
         (
             "recording",
@@ -159,6 +166,7 @@ def as_table(
             f"~{human_bytes(data['total_bytes'])} in {config.capture.report_dir}",
         ),
         ("estimate basis", plan.size.basis),
+        ("pause", pause.text(pause.estimate(config, plan.size.bytes_per_report))),
         (
             "slowdown",
             f"~{plan.slowdown.job_percent:g} % outside the window, paid by "
@@ -209,7 +217,7 @@ def sweep_table(
 ) -> str:
     """One line per sweep point: what it records, its window, its reports, its lints; the
     window's text is cut to fit `width` (`nsysgen plan` of one point says it whole)."""
-    header = ("point", "job", "recording", "window", "reports", "lints")
+    header: tuple[str, ...] = ("point", "job", "recording", "window", "reports", "lints")
     lines = [header]
     for name, config, plan, findings in rows:
         reports, total = plan.reports, plan.total_bytes
@@ -234,6 +242,13 @@ def sweep_table(
     return "\n".join(
         "  ".join(cell.ljust(size) for cell, size in zip(line, widths, strict=True)).rstrip()
         for line in lines
+    )
+
+
+def _untested(config: Config) -> str:
+    return (
+        f"{config.nsight.version} was built from NVIDIA's documentation "
+        f"({', '.join(config.nsight.sources)}) and not run by nsysgen's tests"
     )
 
 

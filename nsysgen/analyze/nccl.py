@@ -85,11 +85,20 @@ def export_sqlite(report: Path, nsys: str, force: bool = False) -> Path:
 
 @functools.cache
 def export_options(nsys: str) -> tuple[str, ...]:
-    """`--include-blobs true` where this nsys's export has the switch: NCCL's NVTX payloads,
-    which hold the message sizes, are exported only with it (nsys 2025.x). nsys 2023.4.4's
-    export has no such switch, and refuses one it does not know."""
+    """The export switches analyze needs, where this nsys's export has them: `--include-blobs
+    true` (2025.x) exports NCCL's NVTX payloads, which hold the message sizes; `--include-json
+    true` (2025.6.1+) the composite tables of advanced NCCL tracing (NCCL_GPU_OPERATIONS, with
+    each collective's operationId). nsys 2023.4.4 has neither, and refuses a switch it does
+    not know. The verifier (nsysgen/shipped/verify.py, which runs without nsysgen) asks for
+    the same, so analyze can reuse its export."""
     proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, check=False)
-    return ("--include-blobs", "true") if "--include-blobs" in proc.stdout + proc.stderr else ()
+    text = proc.stdout + proc.stderr
+    return tuple(
+        part
+        for switch in ("--include-blobs", "--include-json")
+        if switch in text
+        for part in (switch, "true")
+    )
 
 
 def find_nsys(explicit: str | None) -> str:

@@ -91,7 +91,13 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     steps = sorted({row.step for t in stepped for row in t.steps})
     if stepped:
         lines.append(
-            f"steps {steps[0]}..{steps[-1]} on {len(stepped)} rank(s); first step not judged"
+            f"steps {steps[0]}..{steps[-1]} on {len(stepped)} rank(s); "
+            + (
+                "first and last step not judged (the window's open and close pause the "
+                "recorded ranks)"
+                if len(steps) >= 3
+                else "first step not judged"
+            )
         )
     else:
         lines.append("no step NVTX ranges ('step N') in the reports: no per-step figures")

@@ -13,7 +13,7 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.analyze.summary import SCHEMA, StepField, Summary
@@ -63,14 +63,15 @@ def _figures(summary: Summary) -> dict[str, tuple[float, str, bool]]:
     """name -> (value, unit, higher is better)."""
     out: dict[str, tuple[float, str, bool]] = {}
     pooled: dict[str, list[float]] = {"step_ms": [], "exposed_comm_ms": []}
-    first = summary.get("first_step_ignored")
+    # A baseline written before the last step was left out too has only the first.
+    edges = {summary.get("first_step_ignored"), summary.get("last_step_ignored")} - {None}
     for rank in summary.get("ranks", []):
-        medians = rank["medians_without_first_step"]
+        medians = _medians(rank)
         for key, label in _COMPARED:
             median = medians.get(key)
             if median is not None:
                 out[f"rank {rank['rank']} median {label}"] = (float(median), "ms", False)
-            judged = (s for s in rank["steps"] if s["step"] != first or len(rank["steps"]) == 1)
+            judged = (s for s in rank["steps"] if s["step"] not in edges or len(rank["steps"]) == 1)
             pooled[key] += [float(value) for s in judged if (value := s.get(key)) is not None]
     for key, label in _COMPARED:
         if pooled[key]:
@@ -80,6 +81,13 @@ def _figures(summary: Summary) -> dict[str, tuple[float, str, bool]]:
             name = f"{row['op']} {row['size']} bus bandwidth"
             out[name] = (float(row["busbw_GBps"]), "GB/s", True)
     return out
+
+
+def _medians(rank: Any) -> dict[str, float | None]:
+    """A rank's medians without the window's edges (or, in an older summary, without its first
+    step only)."""
+    medians = rank.get("medians_without_window_edges") or rank.get("medians_without_first_step")
+    return dict(medians or {})
 
 
 def compare(old: Summary, new: Summary, threshold: float, min_ms: float) -> list[Change]:

@@ -27,6 +27,7 @@ barrier); NCCL's own NVTX domain is left out there, since its ranges only enqueu
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 from collections import defaultdict
@@ -68,6 +69,9 @@ class Collective:
     index: int
     name: str
     duration_ns: int
+    # The collective's operationId under nsys's advanced NCCL tracing (the same on every rank
+    # of the communicator); None without it.
+    operation: int | None = None
 
 
 @dataclass
@@ -233,6 +237,42 @@ def _ranges(
     return steps, comm
 
 
+# Advanced NCCL tracing's composite tables (nsys 2025.6.1+, exported with --include-json true),
+# collectives only first. Their columns as NVIDIA's user guide names them; no such export was
+# seen here (no nsys 2025.6+ runs on these machines): a table without these columns is ignored.
+_OPERATION_TABLES = ("NCCL_GPU_OPERATIONS_COLLECTIVE", "NCCL_GPU_OPERATIONS")
+_OPERATION_COLUMNS = {"start", "end", "operationId", "globalPid"}
+_Operation = tuple[int, int, int]  # (first start, last end over its channels, operationId)
+
+
+def _operations(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_Operation]]:
+    """pid -> the NCCL operations of advanced tracing, one per operationId, by start."""
+    for table in _OPERATION_TABLES:
+        if table not in tables:
+            continue
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if not columns >= _OPERATION_COLUMNS:
+            continue
+        found: dict[int, list[_Operation]] = defaultdict(list)
+        for pid, operation, start, end in db.execute(
+            f"SELECT globalPid >> 24, operationId, MIN(start), MAX(end) FROM {table} "  # noqa: S608
+            "WHERE operationId IS NOT NULL GROUP BY 1, 2"
+        ):
+            found[pid].append((int(start), int(end), int(operation)))
+        for values in found.values():
+            values.sort()  # exports keep no row order (nsys 2025.6): sorted here
+        return found
+    return {}
+
+
+def _operation_at(operations: list[_Operation], starts: list[int], moment: int) -> int | None:
+    """The operationId of the operation running at `moment` (the latest started), if any."""
+    index = bisect.bisect_right(starts, moment) - 1
+    if index >= 0 and operations[index][1] >= moment:
+        return operations[index][2]
+    return None
+
+
 def _rank_from_name(report: str) -> int | None:
     match = RANK_IN_NAME.search(report)
     return int(match.group(1)) if match else None
@@ -292,6 +332,7 @@ def _reduce_process(
     spans: list[tuple[int, int, int]],
     ops: list[_GpuOp],
     comm: list[tuple[int, int, str]],
+    operations: list[_Operation],
 ) -> RankTables:
     # globalPid >> 24 still holds nsys's hardware id above the 24 bits of the OS pid.
     tables = RankTables(report=report, pid=pid & 0xFFFFFF, rank=None, device=None)
@@ -305,6 +346,7 @@ def _reduce_process(
         if index is not None:
             comm_per_step[index].append(item)
     uses_nccl = any(op[3] == _NCCL for op in ops)
+    starts = [operation[0] for operation in operations]
     for index, (start, end, step) in enumerate(spans):
         step_ops = per_step.get(index, [])
         ranges = sorted(comm_per_step.get(index, []))
@@ -321,10 +363,14 @@ def _reduce_process(
         # the process runs any (their durations include the wait on the GPU), else the CPU
         # ranges that block on a collective.
         if uses_nccl:
-            items = [(op[4], op[2] - op[1]) for op in step_ops if op[3] == _NCCL]
+            items = [
+                (op[4], op[2] - op[1], _operation_at(operations, starts, op[1]))
+                for op in step_ops
+                if op[3] == _NCCL
+            ]
         else:
-            items = [(name, e - s) for s, e, name in ranges]
-        tables.collectives += [Collective(step, i, n, d) for i, (n, d) in enumerate(items)]
+            items = [(name, e - s, None) for s, e, name in ranges]
+        tables.collectives += [Collective(step, i, *item) for i, item in enumerate(items)]
     return tables
 
 
@@ -332,13 +378,16 @@ def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Ran
     """An open export (`tables`: the tables it has) -> one table set per process with steps
     or kernels."""
     ops = _read_ops(db, tables)
+    operations = _operations(db, tables)
     steps, comm = _ranges(db, tables)
     totals = _kernel_totals(db, tables)
     devices = _devices(db, tables)
     result = []
     for pid in sorted(set(steps) | set(totals)):
         # A process's steps are its ranges on one thread: keep the thread-free, sorted list.
-        rank_tables = _reduce_process(report, pid, steps.get(pid, []), ops.get(pid, []), comm[pid])
+        rank_tables = _reduce_process(
+            report, pid, steps.get(pid, []), ops.get(pid, []), comm[pid], operations.get(pid, [])
+        )
         kernel_ns, kernels, nccl_ns, nccl_kernels = totals.get(pid, (0, 0, 0, 0))
         rank_tables.kernel_ms_total = kernel_ns / NS_PER_MS
         rank_tables.nccl_ms_total = nccl_ns / NS_PER_MS

@@ -118,10 +118,10 @@ def breakdown_figure(summary: Summary) -> Any:
         ("other_ms", "memcpy/memset only", "#8c8c8c"),
         ("idle_ms", "GPU idle", "#dddddd"),
     ]
-    medians = [r["medians_without_first_step"] for r in ranks]
+    medians = [r["medians_without_window_edges"] for r in ranks]
     gpu = all(m["compute_busy_ms"] is not None for m in medians)
     figure, (axis,) = new_figure(
-        "Where each rank's step goes (median per step, first step left out)",
+        "Where each rank's step goes (median per step, the window's edge steps left out)",
         summary.get("label", ""),
         _size(max(6.0, 0.6 * len(ranks) + 3), 4.6),
     )

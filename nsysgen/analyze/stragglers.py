@@ -1,7 +1,9 @@
 """Who the other ranks waited for, without comparing clocks of different hosts.
 
-Collectives are matched across ranks by step and by their order inside the step on each rank
-(nsys exports no communicator or sequence number without NCCL's advanced tracing). Every rank's
+Collectives are matched across ranks by the operationId of nsys's advanced NCCL tracing (2025.6.1+:
+one id for one collective on every rank) where every rank's report has it, else by step and by
+their order inside the step on each rank (nsys exports no communicator or sequence number
+without advanced tracing). Every rank's
 NCCL kernel of one collective ends at about the same moment, once the last rank has arrived, so
 its duration is (wait for the last rank) + (transfer): the rank with the SHORTEST kernel arrived
 last, and the next-shortest one waited for it for the difference. Only durations on each rank's
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 from nsysgen.analyze.steps import NS_PER_MS, RankTables
@@ -59,6 +61,7 @@ class Lateness:
     evidence: dict[int, str]  # step -> "collectives" | "step-time"
     matched: int  # collectives matched across ranks
     mismatched_steps: list[int]  # steps whose ranks did not issue the same number
+    matched_by: set[str] = field(default_factory=set)  # "operationId" and/or "order in step"
 
 
 def _rank(t: RankTables) -> int:
@@ -66,16 +69,19 @@ def _rank(t: RankTables) -> int:
     return t.rank
 
 
+_Comm = tuple[int | None, int]  # (operationId or None, duration ns)
+
+
 def _per_step(
     ranks: list[RankTables],
-) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, list[int]]]]:
-    """step -> rank -> step time, and step -> rank -> its collectives' durations in order."""
+) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, list[_Comm]]]]:
+    """step -> rank -> step time, and step -> rank -> its collectives in order."""
     step_ms: dict[int, dict[int, float]] = defaultdict(dict)
-    comms: dict[int, dict[int, list[int]]] = defaultdict(dict)
+    comms: dict[int, dict[int, list[_Comm]]] = defaultdict(dict)
     for t in ranks:
-        per_step: dict[int, list[int]] = defaultdict(list)
+        per_step: dict[int, list[_Comm]] = defaultdict(list)
         for c in sorted(t.collectives, key=lambda c: (c.step, c.index)):
-            per_step[c.step].append(c.duration_ns)
+            per_step[c.step].append((c.operation, c.duration_ns))
         for row in t.steps:
             step_ms[row.step][_rank(t)] = row.step_ms
             comms[row.step][_rank(t)] = per_step.get(row.step, [])
@@ -99,6 +105,24 @@ def _with_median_of_others(times: dict[int, float]) -> list[tuple[int, float, fl
     return out
 
 
+def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[tuple[int, int]]], str, bool]:
+    """The step's collectives matched across ranks, each as (duration, rank) of every rank;
+    how they were matched; and whether the ranks' collectives differ (count or ids)."""
+    if all(op is not None for comms in by_rank.values() for op, _ in comms):
+        per_rank = {rank: dict(comms) for rank, comms in by_rank.items()}
+        ids = [set(ops) for ops in per_rank.values()]
+        common = set.intersection(*ids)
+        groups = [
+            [(ops[op], rank) for rank, ops in per_rank.items()]
+            for op in sorted(common, key=lambda o: o if o is not None else -1)
+        ]
+        return groups, "operationId", any(i != common for i in ids)
+    counts = {len(comms) for comms in by_rank.values()}
+    common_count = min(counts)
+    groups = [[(comms[k][1], rank) for rank, comms in by_rank.items()] for k in range(common_count)]
+    return groups, "order in step", len(counts) > 1
+
+
 def measure(ranks: list[RankTables]) -> Lateness:
     result = Lateness({}, {}, {}, 0, [])
     step_ms, comms = _per_step(ranks)
@@ -107,21 +131,21 @@ def measure(ranks: list[RankTables]) -> Lateness:
     for step, by_rank in sorted(comms.items()):
         if len(by_rank) < 2:
             continue
-        counts = {len(v) for v in by_rank.values()}
-        if len(counts) > 1:
+        groups, how, differ = _matched(by_rank)
+        if differ:
             result.mismatched_steps.append(step)
-        common = min(counts)
-        if not common:
+        if not groups:
             result.evidence[step] = "step-time"
             for rank, value, others in _with_median_of_others(step_ms[step]):
                 late[(rank, step)] = max(0.0, value - others)
             continue
         result.evidence[step] = "collectives"
+        result.matched_by.add(how)
         for rank in by_rank:
             wait[(rank, step)] += 0.0
             late[(rank, step)] += 0.0
-        for k in range(common):
-            durations = sorted((v[k], rank) for rank, v in by_rank.items())
+        for group in groups:
+            durations = sorted(group)
             shortest, last = durations[0]
             late[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
             for d, rank in durations:
@@ -148,7 +172,10 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
     for t in ranks:
         for row in t.steps:
             step_ms[row.step].append(row.step_ms)
-    judged = sorted(s for s in lateness.evidence if s != min(step_ms, default=0))
+    # Neither edge of the window is judged: the first step holds the warm-up and the pause
+    # when the capture opens, the last the pause when it closes (seconds on the recorded ranks).
+    edges = (min(step_ms, default=None), max(step_ms, default=None) if len(step_ms) >= 3 else None)
+    judged = sorted(s for s in lateness.evidence if s not in edges)
     by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for (rank, step), value in lateness.late_ms.items():
         by_step[step].append((rank, value))

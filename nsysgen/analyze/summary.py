@@ -1,7 +1,9 @@
 """summary.json and the CSV tables of `nsysgen analyze`: per rank x step figures, stragglers,
 and NCCL bandwidth per message size, in one machine-readable file that `--baseline` compares.
 
-Medians per rank leave out the first recorded step (warm-up), as the straggler analysis does.
+Medians per rank leave out the window's edges, as the straggler analysis does: the first
+recorded step (warm-up, and the pause when the capture opens) and the last one (the pause when
+it closes: seconds, nsysgen/profile/pause.py). steps.csv and summary.json mark both.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ StepField = Literal[
 STEP_FIELDS: tuple[StepField, ...] = get_args(StepField)
 
 # summary.json, typed: each entry's keys in the order the file holds them.
-StepColumn = Literal["step", "source", "cpu_ms", StepField, "wait_ms", "late_ms", "kernels"]
+StepColumn = Literal[
+    "step", "source", "cpu_ms", StepField, "wait_ms", "late_ms", "kernels", "window_edge"
+]
 TotalsColumn = Literal["kernel_ms", "kernels", "nccl_kernel_ms", "nccl_kernels", "steps"]
 SizeColumn = Literal["op", "size_bytes", "size", "calls", "median_us", "algbw_GBps", "busbw_GBps"]
 
@@ -43,6 +47,7 @@ class StepEntry(TypedDict):
     kernels: int
     wait_ms: float | None
     late_ms: float | None
+    window_edge: str | None  # "open" (first recorded step), "close" (last), None: inside
 
 
 class Totals(TypedDict):
@@ -58,7 +63,7 @@ class RankEntry(TypedDict):
     report: str
     pid: int
     device: int | None
-    medians_without_first_step: dict[str, float | None]  # STEP_FIELDS and cpu_ms
+    medians_without_window_edges: dict[str, float | None]  # STEP_FIELDS and cpu_ms
     totals: Totals
     steps: list[StepEntry]
 
@@ -78,8 +83,12 @@ class _SummaryKeys(TypedDict):
     reports: list[str]
     world_size: int
     first_step_ignored: int | None
+    last_step_ignored: int | None
+    # Which steps are the window's edges, and whether stragglers and medians count them.
+    window_edges: dict[str, int | bool | None]
     thresholds: dict[str, float]
     collectives_matched: int
+    collectives_matched_by: list[str]
     steps_with_unequal_collective_counts: list[int]
     ranks: list[RankEntry]
     stragglers: list[Straggler]
@@ -136,7 +145,19 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _step_entry(row: StepRow, rank: int, lateness: Lateness) -> StepEntry:
+def window_edges(ranks: list[RankTables]) -> tuple[int | None, int | None]:
+    """(first, last) recorded step: the steps the window's open and close pause. The last one
+    only when a step is left between them to judge."""
+    steps = sorted({row.step for t in ranks for row in t.steps})
+    if not steps:
+        return None, None
+    return steps[0], (steps[-1] if len(steps) >= 3 else None)
+
+
+def _step_entry(
+    row: StepRow, rank: int, lateness: Lateness, edges: tuple[int | None, int | None]
+) -> StepEntry:
+    edge = "open" if row.step == edges[0] else "close" if row.step == edges[1] else None
     return {
         "step": row.step,
         "source": row.source,
@@ -151,6 +172,7 @@ def _step_entry(row: StepRow, rank: int, lateness: Lateness) -> StepEntry:
         "kernels": row.kernels,
         "wait_ms": _round(lateness.wait_ms.get((rank, row.step))),
         "late_ms": _round(lateness.late_ms.get((rank, row.step))),
+        "window_edge": edge,
     }
 
 
@@ -166,18 +188,18 @@ def build(
     label: str = "",
     reference: tuple[tuple[int, float, float | None], ...] = (),
 ) -> Summary:
-    first = min((row.step for t in ranks for row in t.steps), default=None)
+    edges = window_edges(ranks)
     rank_entries: list[RankEntry] = []
     for t in ranks:
         assert t.rank is not None
-        judged = [row for row in t.steps if row.step != first] or t.steps
+        judged = [row for row in t.steps if row.step not in edges] or t.steps
         rank_entries.append(
             {
                 "rank": t.rank,
                 "report": t.report,
                 "pid": t.pid,
                 "device": t.device,
-                "medians_without_first_step": {
+                "medians_without_window_edges": {
                     name: _median([getattr(row, name) for row in judged])
                     for name in [*STEP_FIELDS, "cpu_ms"]
                 },
@@ -188,16 +210,25 @@ def build(
                     "nccl_kernels": t.nccl_kernels_total,
                     "steps": len(t.steps),
                 },
-                "steps": [_step_entry(row, t.rank, lateness) for row in t.steps],
+                "steps": [_step_entry(row, t.rank, lateness, edges) for row in t.steps],
             }
         )
     summary: Summary = {
         "schema": SCHEMA,
         "reports": reports,
         "world_size": world,
-        "first_step_ignored": first,
+        "first_step_ignored": edges[0],
+        "last_step_ignored": edges[1],
+        "window_edges": {
+            "open": edges[0],
+            "close": edges[1],
+            "in_stragglers": False,
+            "in_medians": False,
+        },
         "thresholds": thresholds.as_dict(),
         "collectives_matched": lateness.matched,
+        # How: "operationId" (nsys's advanced NCCL tracing) or "order in step" (without it).
+        "collectives_matched_by": sorted(lateness.matched_by),
         "steps_with_unequal_collective_counts": lateness.mismatched_steps,
         "ranks": rank_entries,
         "stragglers": stragglers,
@@ -272,7 +303,7 @@ def write(summary: Summary, out: Path) -> list[Path]:
                     r["pid"],
                     r["device"],
                     *(r["totals"][c] for c in total_columns),
-                    *(r["medians_without_first_step"][n] for n in STEP_FIELDS),
+                    *(r["medians_without_window_edges"][n] for n in STEP_FIELDS),
                 ]
                 for r in ranks
             ],

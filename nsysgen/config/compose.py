@@ -364,7 +364,8 @@ def _assign_and_resolve_with_omegaconf(
 
 
 def _env_integers_as_text(data: dict[str, Any]) -> None:
-    """`cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4` (or `: 4` in a file) is the text "4": an
+    """`cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4` (or `: 4` in a file, or an env_defaults
+    entry's `value: 1`) is the text "4": an
     environment holds only text, and YAML and Hydra's grammar read digits as a number. Other
     numbers, booleans and null stay as they are, for the schema to refuse: their text would be
     a guess ("1.10" reads as 1.1, true as "true" or "True")."""
@@ -374,6 +375,13 @@ def _env_integers_as_text(data: dict[str, Any]) -> None:
         for name, value in env.items():
             if isinstance(value, int) and not isinstance(value, bool):
                 env[name] = str(value)
+    # The defaults nsysgen sets (cluster.env_defaults, workload.env_defaults): NAME: {value}.
+    for block in (cluster, data.get("workload")):
+        defaults = block.get("env_defaults") if isinstance(block, dict) else None
+        for entry in defaults.values() if isinstance(defaults, dict) else ():
+            value = entry.get("value") if isinstance(entry, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                entry["value"] = str(value)
 
 
 def _keys(cfg: DictConfig) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,6 +51,33 @@ def shjoin(values: Iterable[object]) -> str:
     return " ".join(shquote(value) for value in values)
 
 
+# A Markdown table splits its row at every `|` not escaped by a backslash, also inside code.
+_PIPE = re.compile(r"(\\*)\|")
+# What Markdown reads as markup inside a line: emphasis, code, links, HTML and entities,
+# escapes, strike-through, and the table's cell separator (`>` and `#` only start a line).
+_MARKUP = re.compile(r"([\\`*_\[\]<&~|])")
+
+
+def md_code(value: object) -> str:
+    """`value` as a code span in a Markdown table cell, shown as it is: a fence longer than any
+    run of backticks in it, and each `|` escaped (with the backslashes before it doubled, so
+    that none of them escapes the next one). Config values are any text, and none may end the
+    cell or the table."""
+    text = str(value)
+    if not text:
+        return "(empty)"
+    fence = "`" * (max(len(run) for run in re.findall("`*", text)) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    body = _PIPE.sub(lambda m: m.group(1) * 2 + "\\|", text)
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def md_text(value: object) -> str:
+    """`value` as plain text in Markdown (a table cell or a list item): every character that
+    Markdown would read as markup is backslash-escaped."""
+    return _MARKUP.sub(r"\\\1", str(value))
+
+
 class _Dumper(yaml.SafeDumper):
     """Multi-line strings (a script in a ConfigMap) as literal blocks: readable in review."""
 
@@ -84,6 +112,8 @@ def _environment() -> jinja2.Environment:
     env.filters["shquote"] = shquote
     env.filters["shjoin"] = shjoin
     env.filters["to_yaml"] = to_yaml
+    env.filters["md_code"] = md_code
+    env.filters["md_text"] = md_text
     return env
 
 

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config, Severity
 from nsysgen.patching.step_args import step_limit
-from nsysgen.profile import nccl_run
+from nsysgen.profile import cuda_trace, nccl_run, pause
+from nsysgen.profile.environment import job_env
+from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.overhead import THRESHOLD_PERCENT
+from nsysgen.profile.pause import NEAR_FRACTION
 from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.secrets import find_secrets
 from nsysgen.profile.teardown import no_room_to_write
@@ -140,11 +143,12 @@ def _outside_shared_fs(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
 def _tmpdir_in_containers(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     # The generated files give nsys an exec-able TMPDIR in containers; a TMPDIR the config sets
     # under /tmp or /dev/shm takes that back where those are mounted noexec.
-    tmpdir = dict(config.cluster.env).get("TMPDIR", "").rstrip("/")
+    found = job_env(config).get("TMPDIR")
+    tmpdir = found.value.rstrip("/") if found else ""
     noexec = any(tmpdir == d or tmpdir.startswith(d + "/") for d in ("/tmp", "/dev/shm"))
-    if plan.in_container and noexec:
+    if plan.in_container and noexec and found:
         yield (
-            "cluster.env.TMPDIR",
+            found.key,
             f"nsys stages its injection libraries in TMPDIR ({tmpdir}); a container's /tmp and "
             "/dev/shm may be mounted noexec, which breaks injection",
         )
@@ -293,6 +297,40 @@ def _window_after_nccl_tests(config: Config, plan: ProfilePlan) -> Iterator[tupl
         )
 
 
+def _hardware_trace_time_boxed(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    hardware = cuda_trace.blackwell(config) and cuda_trace.records_hardware(config)
+    if hardware and cuda_trace.time_boxed(config.capture):
+        yield (
+            "capture.cuda_trace",
+            f"nsys {config.nsight.version} on {config.cluster.gpu_model} records the CUDA "
+            f"hardware trace (--trace={','.join(cuda_trace.trace_values(config))}), and a capture "
+            f"that starts or stops while the program runs ({config.capture.mode}) has come back "
+            "with no kernels from it ('incomplete CUPTI events dropped'); cuda-sw kept them",
+        )
+
+
+def _close_pause_near_timeout(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    expected = pause.estimate(config, plan.size.bytes_per_report)
+    if expected.close_s is not None and expected.close_s > NEAR_FRACTION * expected.timeout_s:
+        yield (
+            "capture",
+            f"the window's close is expected to hold each recorded rank ~{expected.close_s:g} s "
+            f"(~{human_bytes(plan.size.bytes_per_report)} per report; {pause.BASIS}), more than "
+            f"half the collective timeout, {expected.timeout_s} s ({expected.timeout_source}): "
+            "the other ranks wait that long at their next collective, and past the timeout "
+            "the job is aborted",
+        )
+
+
+def _nccl_trace_needs_new_nccl(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if config.capture.nccl_trace:
+        yield (
+            "capture.nccl_trace",
+            "nsys's advanced NCCL tracing is an NCCL profiler plugin: with NCCL older than 2.28 "
+            "the report holds no NCCL data at all (and NCCL's NVTX ranges are off while it is on)",
+        )
+
+
 CORE_LINTS: tuple[Lint, ...] = (
     Lint(
         "NSG001",
@@ -402,6 +440,31 @@ CORE_LINTS: tuple[Lint, ...] = (
         "--train-iters, trainer.max_steps, ...) or raise that limit",
         "error",
         _steps_past_the_run,
+    ),
+    Lint(
+        "NSG021",
+        "the CUDA hardware trace on Blackwell in a capture that starts or stops while the program "
+        "runs (reports seen with no kernels)",
+        "set capture.cuda_trace=auto or software (nsysgen then traces cuda-sw)",
+        "error",
+        _hardware_trace_time_boxed,
+    ),
+    Lint(
+        "NSG022",
+        "advanced NCCL tracing needs NCCL >= 2.28 in the job, which nsysgen cannot see",
+        "check the job's NCCL (python -c 'import torch; print(torch.cuda.nccl.version())'); with "
+        "an older NCCL set capture.nccl_trace=[] (NCCL's NVTX ranges are traced instead)",
+        "warning",
+        _nccl_trace_needs_new_nccl,
+    ),
+    Lint(
+        "NSG023",
+        "the pause at the window's close comes near the job's collective timeout",
+        "shorten the window (capture.duration, or fewer steps), record fewer ranks "
+        "(capture.ranks), trace less (capture.trace, capture.sample), or raise the timeout "
+        "(--distributed-timeout-minutes, init_process_group(timeout=...))",
+        "warning",
+        _close_pause_near_timeout,
     ),
     Lint(
         "NSG018",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nsysgen.model import Config
+from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 
 # Switches of capture.extra_args that start node-wide collectors.
 COLLECTOR_FLAGS = ("--enable", "--gpu-metrics-device", "--gpu-metrics-devices")
@@ -48,13 +49,18 @@ def profile_args(config: Config, output: str) -> list[str]:
     """Switches common to every recorded rank (collectors come from collector_args); `output`
     is the target's report name (Target.report_output)."""
     capture = config.capture
+    trace = trace_values(config)
     args = [
-        f"--trace={','.join(capture.trace)}",
+        f"--trace={','.join(trace)}",
         f"--sample={capture.sample}",
         f"--cpuctxsw={capture.cpuctxsw}",
         *window_args(config),
     ]
-    if config.nsight.cuda_event_trace and "cuda" in capture.trace:
+    if capture.nccl_trace:
+        args.append(f"--nccl-trace={','.join(capture.nccl_trace)}")
+    if capture.pytorch:
+        args.append(f"--pytorch={','.join(capture.pytorch)}")
+    if config.nsight.cuda_event_trace and traces_cuda(trace):
         args.append("--cuda-event-trace=false")
     args += ["--force-overwrite=true", f"--output={output}", *capture.extra_args]
     return args

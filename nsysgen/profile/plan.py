@@ -18,6 +18,7 @@ from typing import Protocol
 
 from nsysgen.model import Config
 from nsysgen.profile import nsys_cmd
+from nsysgen.profile.environment import job_env
 from nsysgen.profile.estimate import SizeEstimate, calibration, estimate_report_size
 from nsysgen.profile.overhead import SlowdownEstimate, estimate_slowdown
 from nsysgen.profile.workloads import step_detection
@@ -364,7 +365,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         found if isinstance(found, RecordedTasks) else RecordedTasks.from_tasks(found, per_node)
     )
     window, window_end = _window(config)
-    env_vars = target.variables | {n for n, _ in config.cluster.env}
+    env_vars = target.variables | job_env(config).names()
     if config.workload.launch == "per_gpu":
         launch = f"one task per GPU: {per_node} tasks per node, a task is a global rank"
     else:

@@ -36,6 +36,8 @@ def _fitting(config: Config) -> list[str]:
         picks.append("nvtx_gpu_proj_sum")
     if cuda and workload_kind(config).uses_nccl:
         picks += ["nccl_sum", "nccl_gpu_time_util_map"]
+    if config.capture.nccl_trace:
+        picks.append("nccl_straggler")  # reads advanced NCCL tracing only (nsys 2026.4.1+)
     if config.capture.gpu_metrics:
         picks.append("gpu_metric_util_map")
     if config.capture.efa_metrics:

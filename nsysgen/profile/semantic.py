@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config, settings_as
+from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 from nsysgen.profile.nccl_run import size_bytes
 from nsysgen.profile.workloads import NcclSettings, step_method, workload_kind
 
@@ -117,7 +118,7 @@ def _step_window(config: Config) -> Iterator[Issue]:
             "step number while the optimizer steps, where the same name can hold another value "
             "(allowed: null, or capture.step_method=patch)",
         )
-    if "cuda" not in capture.trace:
+    if not traces_cuda(capture.trace):
         yield Issue(
             "capture.trace",
             "capture by steps (cudaProfilerApi) needs 'cuda' traced (allowed: a list with 'cuda')",
@@ -184,6 +185,35 @@ def _known_to_version(config: Config) -> Iterator[Issue]:
                 )
 
 
+def _switch_values_known(config: Config) -> Iterator[Issue]:
+    """--nccl-trace and --pytorch values, and the CUDA trace asked for, against the version."""
+    nsight, capture = config.nsight, config.capture
+    for field, values, known in (
+        ("nccl_trace", capture.nccl_trace, nsight.nccl_trace_values),
+        ("pytorch", capture.pytorch, nsight.pytorch_values),
+    ):
+        for index, value in enumerate(values):
+            if value not in known:
+                switch = f"--{field.replace('_', '-')}"
+                allowed = (
+                    ", ".join(known)
+                    if known
+                    else f"[]: nsys {nsight.version} has no {switch}; later versions have it"
+                )
+                yield Issue(
+                    f"capture.{field}[{index}]",
+                    f"{value!r} is not known to nsys {nsight.version} (allowed: {allowed})",
+                )
+    if "cuda" in capture.trace:
+        value = dict(zip(capture.trace, trace_values(config), strict=False))["cuda"]
+        if value not in nsight.trace_values:
+            yield Issue(
+                "capture.cuda_trace",
+                f"{capture.cuda_trace} CUDA tracing needs --trace={value}, which nsys "
+                f"{nsight.version} does not know (allowed: auto)",
+            )
+
+
 def _recipes_runnable(config: Config) -> Iterator[Issue]:
     recipes = () if config.capture.recipes == "auto" else config.capture.recipes
     for index, recipe in enumerate(recipes):
@@ -193,6 +223,12 @@ def _recipes_runnable(config: Config) -> Iterator[Issue]:
                     f"capture.recipes[{index}]",
                     "cuda_gpu_kern_pace needs kernel names (allowed: set capture.pace_kernels)",
                 )
+        elif recipe == "nccl_straggler" and not config.capture.nccl_trace:
+            yield Issue(
+                f"capture.recipes[{index}]",
+                "nccl_straggler reads advanced NCCL tracing only (allowed: set "
+                "capture.nccl_trace, e.g. [default], with nsight=2026.4.1 or later)",
+            )
         elif recipe in _RECIPES_NEEDING_ARGUMENTS:
             yield Issue(
                 f"capture.recipes[{index}]",
@@ -236,6 +272,7 @@ CHECKS: tuple[Check, ...] = (
     _recipes_runnable,
     _extra_args_not_owned,
     _nccl_sizes,
+    _switch_values_known,
 )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile.cuda_trace import trace_values
 from nsysgen.profile.plan import ProfilePlan, Scheduler
 from nsysgen.profile.workloads import marks_steps, step_ranges
 from nsysgen.shipped.verify import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
@@ -121,7 +122,7 @@ def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> dict[s
             # The step helper marks every optimizer step: verify counts them per step range.
             "optimizer_steps": (capture.optimizer_steps or 1) if marks_steps(config) else None,
         },
-        "trace": list(capture.trace),
+        "trace": list(trace_values(config)),  # as nsys gets it (cuda-sw, nccl added)
         "collectors": {"gpu_metrics": capture.gpu_metrics, "efa_metrics": capture.efa_metrics},
         "tolerance_s": WINDOW_TOLERANCE_S,
     }

@@ -12,6 +12,7 @@ from nsysgen.model import Block, Config, TargetSettings, settings_as
 from nsysgen.output.render import ArtifactSpec, ShellExpr, shjoin, shquote
 from nsysgen.profile import nsys_cmd
 from nsysgen.profile.analysis_job import analysis_job, human_seconds
+from nsysgen.profile.environment import job_env
 from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan, RecordedTasks, expand_name
@@ -115,7 +116,8 @@ def report_output(config: Config) -> str:
     return f"{folder}/{RUN_FOLDER}/{name}"
 
 
-def _task_env(config: Config, task: int, node: int, local: int) -> dict[str, str]:
+def _task_env(job: Mapping[str, str], task: int, node: int, local: int) -> dict[str, str]:
+    """What task `task` sees: Slurm's variables, then the job's environment (`job`)."""
     env = {name: f"<{name}>" for name in SLURM_TASK_VARS}
     env.update(
         {
@@ -127,7 +129,7 @@ def _task_env(config: Config, task: int, node: int, local: int) -> dict[str, str
             "HOSTNAME": "<host0>",  # the batch host, in every task
         }
     )
-    env.update(dict(config.cluster.env))
+    env.update(job)
     return env
 
 
@@ -138,9 +140,10 @@ def recorded(config: Config) -> RecordedTasks:
     has_collectors = bool(nsys_cmd.collector_args(config))
     extra_collectors = nsys_cmd.extra_collectors(config)
     per_node = tasks_per_node(config)
+    job = dict(job_env(config).pairs())  # once: names may be expanded for every task
 
     def name_of(task: int, node: int, local: int) -> str:
-        env = _task_env(config, task, node, local)
+        env = _task_env(job, task, node, local)
         return expand_name(template, env, host=f"<host{node}>", pid=f"<pid{local}>")
 
     def collects(task: int, node: int, local: int) -> bool:
@@ -278,7 +281,7 @@ def _sbatch(config: Config, selection: RankSelection, plan: ProfilePlan) -> Arti
         context={
             "job_name": config.job.name,
             "directives": sbatch_directives(config, plan),
-            "env": [*config.cluster.env, *prog.env],
+            "env": [*job_env(config).pairs(), *prog.env],
             "srun_args": srun_args(config),
             "command": prog.command,
             "needs_head_node": prog.needs_head_node,
@@ -322,6 +325,7 @@ def _readme(
                 else None
             ),
             "env_file": ENV_FILE,
+            "job_env": job_env(config, own_job=own_script(config)),
         },
     )
 
@@ -376,6 +380,8 @@ def _env_file(config: Config) -> ArtifactSpec:
             # Only what profiling needs: cluster.env is the job's own business, set by its
             # script (nsysgen's job.sbatch exports it; a user's script has its own).
             "env": list(prog.env),
+            # nsysgen's defaults, which the job script's own value of a name wins over.
+            "defaults": list(job_env(config, own_job=True).pairs()),
             "nodes": config.cluster.nodes,
             "needs_head_node": prog.needs_head_node,
             "nemo_overrides": "nemo-overrides.txt" in prog.files,

@@ -193,11 +193,16 @@ def test_payload_decoding_rejects_what_it_does_not_understand() -> None:
 # anything is written.
 
 
-def fake_nsys(folder: Path, log: Path, *, blobs: bool = False) -> Path:
+def fake_nsys(folder: Path, log: Path, *, blobs: bool = False, json: bool = False) -> Path:
     """An nsys whose `export` records its arguments and writes the GPU report's export to its
-    --output; its `export --help` names --include-blobs (as 2025.x's does) if `blobs`."""
+    --output; its `export --help` names --include-blobs (as 2025.x's does) if `blobs`, and
+    --include-json (as 2025.6.1+'s does, per its documentation) if `json`."""
     tool = folder / "nsys"
-    switch = "echo '  --include-blobs [true|false]'" if blobs else ":"
+    lines = [
+        *(["echo '  --include-blobs [true|false]'"] if blobs else []),
+        *(["echo '  --include-json [true|false]'"] if json else []),
+    ]
+    switch = "; ".join(lines) or ":"
     tool.write_text(
         f'#!/bin/sh\necho "$@" >> "{log}"\n'
         f'if [ "$2" = --help ]; then {switch}; exit 0; fi\n'
@@ -208,20 +213,22 @@ def fake_nsys(folder: Path, log: Path, *, blobs: bool = False) -> Path:
     return tool
 
 
-@pytest.mark.parametrize("blobs", [True, False])
+@pytest.mark.parametrize(("blobs", "json"), [(True, True), (True, False), (False, False)])
 def test_the_export_asks_for_blobs_where_nsys_has_them(
-    tmp_path: Path, run_cli: RunCli, no_plots: None, blobs: bool
+    tmp_path: Path, run_cli: RunCli, no_plots: None, blobs: bool, json: bool
 ) -> None:
     """NCCL's message sizes are NVTX payloads, exported by nsys 2025.x only with
-    --include-blobs true; nsys 2023.4.4's export has no such switch (the e2e tests run it)."""
+    --include-blobs true; advanced NCCL tracing's tables (2025.6.1+) only with --include-json
+    true; nsys 2023.4.4's export has neither switch (the e2e tests run it)."""
     nsys_log = tmp_path / "nsys.log"
-    tool = fake_nsys(tmp_path, nsys_log, blobs=blobs)
+    tool = fake_nsys(tmp_path, nsys_log, blobs=blobs, json=json)
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "r.nsys-rep").write_bytes(b"exported by the stand-in")
     result = run_cli("analyze", str(tmp_path / "reports"), "--nsys", str(tool), "--serial")
     assert result.code == 0, result.err
     exported = nsys_log.read_text().splitlines()[-1]
     assert ("--include-blobs true" in exported) is blobs, exported
+    assert ("--include-json true" in exported) is json, exported
 
 
 def report_with_export(folder: Path, *, stale: bool = False) -> tuple[Path, Path]:

@@ -22,7 +22,7 @@ def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
     assert lines["workload"].endswith("bridge, command, fsdp, megatron, nccl*, nemo, python")
     assert lines["capture"].endswith("nvtx, steps, window*")
     assert lines["target"].endswith("eks, slurm*")
-    assert lines["nsight"].endswith("2023.4.4, 2024.4.1, 2025.3.1*")
+    assert lines["nsight"].endswith("2023.4.4, 2024.4.1, 2025.3.1*, 2025.6.1, 2026.4.1")
     assert lines["experiment"].endswith(
         "bridge-p5, fsdp-p4de, fsdp-p4de-eks, fsdp-p5-eks, megatron-p5, nccl-allreduce-p4de, "
         "nccl-scatter-p4de, nemo-p5"

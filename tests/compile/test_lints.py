@@ -20,6 +20,14 @@ EKS = ["target=eks", "workload=fsdp", "workload.container_image=registry.example
 # A script in this repository that the step window can be put in (paths relative to REPO).
 SOURCE = "tests/training_scripts/plain_loop.py"
 STEPS = ["workload=fsdp", "capture=steps"]
+
+
+@pytest.fixture
+def wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plan` unwrapped (one line per finding), for tests that search its text."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 CASES = {
     "NSG001": (
         ["capture.ranks=all", 'capture.extra_args=["--gpu-metrics-devices=all"]'],
@@ -102,6 +110,23 @@ CASES = {
     "NSG020": (
         [*EKS, "target.trainer_version=2.2"],
         [*EKS, "target.trainer_version=2.3"],
+    ),
+    # The CUDA hardware trace (nsys 2026.x on Blackwell) in a window that starts after launch;
+    # the same capture on the default (auto: cuda-sw).
+    "NSG021": (
+        ["cluster=p6-b200", "nsight=2026.4.1", "capture.cuda_trace=hardware"],
+        ["cluster=p6-b200", "nsight=2026.4.1"],
+    ),
+    # Advanced NCCL tracing needs an NCCL that nsysgen cannot see.
+    "NSG022": (
+        ["nsight=2026.4.1", "capture.nccl_trace=[default]"],
+        ["nsight=2026.4.1"],
+    ),
+    # A 50-minute window of FSDP on every rank: reports of ~900 MB, a close pause of ~300 s,
+    # half of torch's 600 s collective timeout; the default 60 s window: ~9 s.
+    "NSG023": (
+        ["workload=fsdp", "capture.duration=3000"],
+        ["workload=fsdp"],
     ),
     # The default nccl-tests (8 B..2 GiB, 2 x p5) run ~8 s, ~11 s at half the bus bandwidth.
     "NSG018": (
@@ -222,7 +247,7 @@ def passed(run_cli: RunCli, *overrides: str) -> list[str]:
     return line.removeprefix("  passed: ").split(", ")
 
 
-def test_plan_lists_only_the_lints_that_ran(run_cli: RunCli) -> None:
+def test_plan_lists_only_the_lints_that_ran(run_cli: RunCli, wide: None) -> None:
     """A target's own lints run on that target only, and a lint switched off does not run."""
     slurm, eks = passed(run_cli), passed(run_cli, "experiment=fsdp-p5-eks")
     assert "NSG011" in slurm and "NSG014" not in slurm
@@ -245,7 +270,7 @@ def test_calibration_is_what_the_fit_gives() -> None:
     assert len(errors) == 10 and stored["max_abs_error_percent"] < 25
 
 
-def test_slowdown_lint_names_the_measured_remedies(run_cli: RunCli) -> None:
+def test_slowdown_lint_names_the_measured_remedies(run_cli: RunCli, wide: None) -> None:
     result = run_cli("plan", "workload=fsdp", "workload.estimate.kernels_per_second=20000")
     assert result.code == 0, result.err
     warning = next(line for line in result.out.splitlines() if "NSG012" in line)
@@ -323,7 +348,7 @@ def test_source_lint_sees_the_config_composed_through_a_config_dir_experiment(
 
 
 def test_step_window_past_the_time_limit_stops_the_compile(
-    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, wide: None
 ) -> None:
     monkeypatch.chdir(tmp_path)
     command = [*STEPS, "capture.first_step=2000", "capture.last_step=2004"]
@@ -346,7 +371,7 @@ def test_step_window_past_the_time_limit_stops_the_compile(
 
 
 def test_script_step_limit_below_the_window_stops_the_compile(
-    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, wide: None
 ) -> None:
     monkeypatch.chdir(tmp_path)
     result = run_cli(*STEPS, "capture.first_step=100", "capture.last_step=104")
@@ -415,7 +440,7 @@ def test_step_limit_reads_the_scripts_own_arguments(
 
 
 def test_a_script_that_numbers_from_one_keeps_its_last_step(
-    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, wide: None
 ) -> None:
     """A counter logged after its increment (the Hugging Face style) numbers steps 1..N."""
     monkeypatch.chdir(tmp_path)

@@ -261,6 +261,9 @@ def modelines() -> Iterator[tuple[Path, str]]:
 def test_every_modeline_points_at_its_groups_editor_schema() -> None:
     found = list(modelines())
     assert USER_CONFIG in [path for path, _ in found]
+    # Every packaged group file carries one, so that editors check nsysgen's own files too.
+    group_files = {p for group in GROUPS for p in (CONF / group).glob("*.yaml")}
+    assert group_files <= {path for path, _ in found}
     for path, schema in found:
         # yaml-language-server resolves a relative $schema against the file's own folder. Only
         # group files have a schema as written (config.yaml and experiments set a few keys

@@ -133,12 +133,11 @@ INVALID = {
     "schema-several-problems": (
         ["capture.delayy=5", "capture.sample=cpu", "cluster.nodes=0", "capture.ranks=[-1]"],
         [
-            "capture.delayy: unknown key (did you mean delay?) (allowed keys: cpuctxsw, delay, duration, efa_metrics, "
-            "extra_args, first_step, gpu_metrics, last_step, mode, nvtx_domain, nvtx_range, "
-            "optimizer_steps, pace_kernels, ranks, recipes, report_dir, report_name, s3_uri, sample, "
-            "step_method, trace)",
-            "capture.ranks: [-1] is not allowed (allowed: a non-empty list of distinct global ranks "
-            "such as [0, 8], or one_per_node, or all)",
+            "capture.delayy: unknown key (did you mean delay?) (allowed keys: cpuctxsw, cuda_trace, delay, duration, "
+            "efa_metrics, extra_args, first_step, gpu_metrics, last_step, mode, nccl_trace, "
+            "nvtx_domain, nvtx_range, optimizer_steps, pace_kernels, pytorch, ranks, recipes, "
+            "report_dir, report_name, s3_uri, sample, step_method, trace)",
+            "capture.ranks[0]: -1 is less than the minimum of 0 (allowed: >= 0)",
             "capture.sample: 'cpu' is not allowed (allowed: 'none', 'process-tree', 'system-wide')",
             "cluster.nodes: 0 is less than the minimum of 1 (allowed: >= 1)",
         ],

@@ -8,6 +8,7 @@ from typing import Any
 from nsysgen.errors import Issue
 from nsysgen.model import Block, Config, TargetSettings
 from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile.environment import job_env
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan, RecordedTasks
 from nsysgen.profile.recipes import recipe_runs
@@ -212,6 +213,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "manifest": target.manifest,
         "apply_job": _apply_job(config, [s.path for s in specs]),
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
+        "job_env": job_env(config, own_job=target.manifest is not None),
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
     return specs

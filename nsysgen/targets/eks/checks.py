@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
+from nsysgen.profile.environment import job_env
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.teardown import write_seconds
@@ -97,9 +98,10 @@ def _volume_issues(config: Config) -> Iterator[Issue]:
             "its literal name, and nsys or the injector would expand it into another "
             "(allowed: a plain folder; per-pod parts go in capture.report_name)",
         )
-    if POD_VAR in dict(config.cluster.env):
+    pod_var = job_env(config).get(POD_VAR)
+    if pod_var is not None:
         yield Issue(
-            f"cluster.env.{POD_VAR}",
+            pod_var.key,
             f"{POD_VAR} is nsysgen's own (the pod's name, for its TMPDIR folder on the "
             "volume) (allowed: any other name)",
         )

@@ -8,6 +8,7 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import header, render_template
+from nsysgen.profile.environment import job_env
 from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.teardown import write_seconds
 from nsysgen.profile.workloads import step_window_env, uses_site
@@ -52,8 +53,9 @@ def _env(config: Config) -> list[dict[str, Any]]:
     target = eks_settings(config)
     # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
     # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
-    tmpdir = [] if "TMPDIR" in dict(config.cluster.env) else [("TMPDIR", NSYS_TMP)]
-    values = dict([*config.cluster.env, *step_window_env(config), *tmpdir])
+    environment = job_env(config).pairs()
+    tmpdir = [] if "TMPDIR" in dict(environment) else [("TMPDIR", NSYS_TMP)]
+    values = dict([*environment, *step_window_env(config), *tmpdir])
     if uses_site(config):
         # Container env replaces the image's PYTHONPATH: keep the one the config sets.
         theirs = values.get("PYTHONPATH")
@@ -73,8 +75,11 @@ def _env(config: Config) -> list[dict[str, Any]]:
 
 def profiling_env(config: Config) -> list[dict[str, Any]]:
     """What profiling adds to a job of the user's own: the step window, nsys's TMPDIR, the
-    helper's PYTHONPATH, the pod's name (not the cluster's env or secrets, which are theirs)."""
-    mine = {n for n, _ in config.cluster.env} | set(eks_settings(config).secret_env)
+    helper's PYTHONPATH, the pod's name, nsysgen's env defaults (not the rest of the cluster's
+    env, nor secrets, which are theirs). The patch skips a name their container sets itself."""
+    defaults = job_env(config, own_job=True).names()
+    theirs = job_env(config).names() - defaults
+    mine = theirs | set(eks_settings(config).secret_env)
     return [e for e in _env(config) if e["name"] not in mine or e["name"] == "PYTHONPATH"]
 
 

@@ -357,15 +357,23 @@ _SWITCHES: dict[str, list[str]] = {}
 
 
 def export_switches(nsys: str) -> list[str]:
-    """`--include-blobs true` where this nsys's export has the switch (2025.x): the export then
-    holds NCCL's NVTX payloads (the message sizes), and `nsysgen analyze`, which reuses it,
-    reads the same export it would make itself. nsys 2023.4.4 has no such switch."""
+    """The export switches the analysis needs, where this nsys's export has them:
+    `--include-blobs true` (2025.x) exports NCCL's NVTX payloads (the message sizes);
+    `--include-json true` (2025.6.1+) the composite tables of advanced NCCL tracing
+    (NCCL_GPU_OPERATIONS, with each collective's operationId). `nsysgen analyze` reuses this
+    export and reads the same one it would make itself. nsys 2023.4.4 has neither switch, and
+    refuses a switch it does not know."""
     if nsys not in _SWITCHES:
         proc = subprocess.run(
             [nsys, "export", "--help"], capture_output=True, text=True, check=False
         )
-        found = "--include-blobs" in proc.stdout + proc.stderr
-        _SWITCHES[nsys] = ["--include-blobs", "true"] if found else []
+        text = proc.stdout + proc.stderr
+        _SWITCHES[nsys] = [
+            part
+            for switch in ("--include-blobs", "--include-json")
+            if switch in text
+            for part in (switch, "true")
+        ]
     return _SWITCHES[nsys]
 
 
@@ -404,6 +412,7 @@ class Contents:
     efa_devices: int = 0  # EFA device ports the efa_metrics plugin sampled
     efa_samples: int = 0
     plugin_failures: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # nsys's diagnostics of dropped CUPTI events
     # (process, start, end, name) of every NVTX range, and (process, time, text) of every
     # optimizer-step mark of the step helper, for the one-optimizer-step-per-step check.
     spans: list[tuple[int, int, int, str]] = field(default_factory=list)
@@ -458,6 +467,7 @@ def read_contents(sqlite_file: Path) -> Contents:
             efa_devices=devices,
             efa_samples=samples,
             plugin_failures=_plugin_failures(db),
+            dropped=_dropped_events(db),
             spans=spans,
             marks=marks,
         )
@@ -498,6 +508,19 @@ def _plugin_failures(db: sqlite3.Connection) -> list[str]:
     rows = db.execute(
         "SELECT text FROM DIAGNOSTIC_EVENT WHERE text LIKE 'Plugin exited with code %' "
         "AND text NOT LIKE 'Plugin exited with code 0%' ORDER BY timestamp"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _dropped_events(db: sqlite3.Connection) -> list[str]:
+    """nsys's diagnostics that it dropped CUPTI events (e.g. "8400 incomplete CUPTI events
+    dropped"), the first few: what a report without kernels under the CUDA hardware trace
+    says about itself."""
+    if not _count(db, "DIAGNOSTIC_EVENT"):
+        return []
+    rows = db.execute(
+        "SELECT text FROM DIAGNOSTIC_EVENT WHERE text LIKE '%CUPTI%' AND text LIKE '%drop%' "
+        "ORDER BY timestamp, text LIMIT 3"
     ).fetchall()
     return [str(r[0]) for r in rows]
 
@@ -726,12 +749,19 @@ def _check_capture(expect: dict[str, Any], contents: Contents, found: Finding) -
 
 
 def _check_traced(trace: set[str], contents: Contents, found: Finding) -> None:
-    if "cuda" in trace and contents.kernels == 0:
+    if trace & {"cuda", "cuda-sw", "cuda-hw"} and contents.kernels == 0:
         found.problems.append("no CUDA kernels although cuda is traced")
-        found.causes.append(
-            "no GPU work inside the capture (window outside the training loop), or CUDA "
-            "tracing failed (CUPTI errors in the job log)"
-        )
+        if contents.dropped:
+            found.causes.append(
+                f"nsys dropped CUDA events ({'; '.join(contents.dropped)}): the CUDA hardware "
+                "trace (Blackwell, nsys 2026.x) loses them in a capture that starts or stops "
+                "while the program runs; trace cuda-sw (capture.cuda_trace=auto or software)"
+            )
+        else:
+            found.causes.append(
+                "no GPU work inside the capture (window outside the training loop), or CUDA "
+                "tracing failed (CUPTI errors in the job log)"
+            )
     if "nvtx" in trace and not contents.ranges:
         found.problems.append("no NVTX ranges although nvtx is traced")
         found.causes.append(
@@ -1100,7 +1130,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Check that a profiled job's reports are all there and hold what was asked.",
-        epilog="Exit codes: 0 complete, 1 missing or wrong reports, 2 bad input.",
+        epilog=(
+            f"examples:\n  {prog} generated/fsdp-p4de\n"
+            f"  {prog} generated/fsdp-p4de --job-id 1234 --json\n\n"
+            "Exit codes: 0 complete, 1 missing or wrong reports, 2 bad input."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "folder", type=Path, nargs="?", help=f"the generated folder (with {EXPECT_FILE})"

@@ -1,0 +1,137 @@
+"""Advanced NCCL tracing (nsys 2025.6.1+) in `nsysgen analyze`, and exports without row order.
+
+No nsys 2025.6+ runs on these machines: the exports here are built by the test, with the
+composite table NVIDIA's user guide documents (NCCL_GPU_OPERATIONS: one row per channel of a
+collective, with its operationId, seqNumber, commHash and commRank). The same analysis on real
+2025.3.1 exports (tests/data/gpu) must not change when their rows come in another order, which
+nsys 2025.6 no longer guarantees.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsysgen.analyze.report import read_export
+from tests.analyze.test_steps import MS, PID, make_db
+from tests.conftest import REPO, RunCli
+
+X, Y = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "ncclDevKernel_AllGather_RING_LL"
+STEPS = 5
+
+
+def _rank_export(folder: Path, rank: int, operations: bool) -> Path:
+    """One rank of a two-rank job: per step two collectives on two communicators, issued in
+    opposite orders on the two ranks. At X rank 0 arrives last (1 ms against rank 1's 9 ms of
+    waiting); at Y rank 1 does (1 ms against 5 ms): rank 0 is 8 ms late per step, rank 1 4 ms."""
+    kernels, rows = [], []
+    for step in range(STEPS):
+        base = step * 20 * MS
+        order = [(X, 2, 3), (Y, 4, 9)] if rank == 0 else [(Y, 2, 3), (X, 4, 13)]
+        for api, (name, start, end) in enumerate(order, 1):
+            kernels.append((base + api * MS, base + start * MS, base + end * MS, name))
+            op = (1000 if name == X else 2000) + step
+            comm = 0xA if name == X else 0xB
+            for channel in range(2):  # two channels: one row each, both inside the kernel
+                rows.append((base + start * MS + channel, base + end * MS - channel, op, step,
+                             comm, rank, PID << 24))  # fmt: skip
+    steps = [(step, step * 20 * MS, step * 20 * MS + 10 * MS) for step in range(STEPS)]
+    path = make_db(folder / f"ops_job9_rank{rank}.sqlite", steps=steps, kernels=kernels)
+    if operations:
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "CREATE TABLE NCCL_GPU_OPERATIONS (start INTEGER, end INTEGER, operationId "
+                "INTEGER, seqNumber INTEGER, commHash INTEGER, commRank INTEGER, globalPid INTEGER)"
+            )
+            random.Random(rank).shuffle(rows)  # no row order, as nsys 2025.6 exports
+            db.executemany("INSERT INTO NCCL_GPU_OPERATIONS VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    return path
+
+
+def _summary(tmp_path: Path, run_cli: RunCli, operations: bool) -> dict[str, Any]:
+    folder = tmp_path / ("with" if operations else "without")
+    folder.mkdir()
+    for rank in (0, 1):
+        _rank_export(folder, rank, operations)
+    result = run_cli("analyze", str(folder), "--serial")
+    assert result.code == 0, result.err
+    summary = json.loads((folder / "analysis" / "summary.json").read_text())
+    assert isinstance(summary, dict)
+    return summary
+
+
+def test_collectives_are_matched_by_operation_id_where_the_report_has_it(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """With NCCL_GPU_OPERATIONS, each collective is compared with itself on the other rank:
+    rank 0 is 8 ms late on every judged step (at X), rank 1 4 ms (at Y). Without it the
+    analysis falls back to the order inside the step, pairs X with Y, and blames rank 0 for
+    4 ms and rank 1 for nothing: the difference the operationId makes, and that the fallback
+    still runs."""
+    matched = _summary(tmp_path, run_cli, operations=True)
+    assert matched["collectives_matched_by"] == ["operationId"]
+    assert matched["collectives_matched"] == 2 * STEPS
+    late = [(s["rank"], s["steps"], s["mean_lateness_ms"]) for s in matched["stragglers"]]
+    assert late == [(0, [1, 2, 3], 8.0), (1, [1, 2, 3], 4.0)]  # 0, 4: the window's edges
+    by_order = _summary(tmp_path, run_cli, operations=False)
+    assert by_order["collectives_matched_by"] == ["order in step"]
+    late = [(s["rank"], s["steps"], s["mean_lateness_ms"]) for s in by_order["stragglers"]]
+    assert late == [(0, [1, 2, 3], 4.0)]
+
+
+def test_operation_ids_reach_the_collectives(tmp_path: Path) -> None:
+    reduced = read_export(_rank_export(tmp_path, 1, operations=True))
+    (tables,) = reduced.tables
+    assert [(c.step, c.index, c.operation) for c in tables.collectives[:2]] == [
+        (0, 0, 2000),
+        (0, 1, 1000),
+    ]
+
+
+def test_an_operations_table_without_the_documented_columns_is_not_read(tmp_path: Path) -> None:
+    path = _rank_export(tmp_path, 0, operations=False)
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE NCCL_GPU_OPERATIONS (start INTEGER, end INTEGER, id INTEGER)")
+        db.execute("INSERT INTO NCCL_GPU_OPERATIONS VALUES (0, 1, 7)")
+    (tables,) = read_export(path).tables
+    assert {c.operation for c in tables.collectives} == {None}
+
+
+def _shuffled_copy(source: Path, target: Path, seed: int) -> Path:
+    """`source` with the rows of every table in another order (and no rowid order to fall back
+    on: each table is rebuilt from its rows in a random order)."""
+    shutil.copy(source, target)
+    rng = random.Random(seed)
+    with sqlite3.connect(target) as db:
+        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for name in names:
+            rows = db.execute(f'SELECT * FROM "{name}"').fetchall()  # noqa: S608
+            rng.shuffle(rows)
+            db.execute(f'DELETE FROM "{name}"')  # noqa: S608
+            if rows:
+                marks = ",".join("?" * len(rows[0]))
+                db.executemany(f'INSERT INTO "{name}" VALUES ({marks})', rows)  # noqa: S608
+    return target
+
+
+EXPORTS = sorted((REPO / "tests" / "data" / "gpu" / "steps17").glob("*.sqlite")) + [
+    REPO / "tests" / "data" / "gpu" / "nccl-allreduce-blobs.sqlite",
+    REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite",
+]
+
+
+@pytest.mark.parametrize("export", EXPORTS, ids=lambda p: p.name)
+def test_real_exports_read_the_same_in_any_row_order(tmp_path: Path, export: Path) -> None:
+    """Real nsys 2025.3.1 exports (two ranks with NCCL; NCCL payloads): every result of the
+    reading is the same when every table's rows come in a random order."""
+    original = read_export(export)
+    for seed in (1, 2):
+        copy = _shuffled_copy(export, tmp_path / f"{seed}.sqlite", seed)
+        shuffled = read_export(copy, export.stem)  # named as the original
+        assert shuffled == original

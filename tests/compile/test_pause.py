@@ -1,0 +1,89 @@
+"""The pause at a capture window's edges (issue 31): the model `plan` uses is the fit of the
+committed H200 measurements, `plan` shows it, and NSG023 weighs it against the collective
+timeout read from the workload."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+import pytest
+
+from nsysgen.profile import pause
+from tests.conftest import REPO, RunCli
+
+RESULTS = REPO / "bench" / "gpu" / "results"
+
+
+def _runs() -> list[tuple[float, float, float]]:
+    """(report MB, pause at open s, pause at close s) of every measured run."""
+    runs = []
+    for mode in ("launch", "compute"):
+        for line in (RESULTS / f"pause31-2026-12-02-{mode}.jsonl").read_text().splitlines():
+            run = json.loads(line)
+            steps = run["steps"]
+            base = statistics.median(s["ms"] for s in steps if s["state"] == "before")
+            edge = {s["edge"]: s["ms"] - base for s in steps if s["edge"]}
+            runs.append((run["report_bytes"] / 1e6, edge["open"] / 1e3, edge["close"] / 1e3))
+    return runs
+
+
+def test_the_model_is_the_fit_of_the_measurements() -> None:
+    runs = _runs()
+    assert len(runs) == 24  # 2 loops x 4 windows x 3 runs
+    mbs, closes = [r[0] for r in runs], [r[2] for r in runs]
+    slope, intercept = statistics.linear_regression(mbs, closes)
+    assert (round(intercept, 2), round(slope, 3)) == (pause.CLOSE_BASE_S, pause.CLOSE_S_PER_MB)
+    errors = [
+        abs(pause.CLOSE_BASE_S + pause.CLOSE_S_PER_MB * mb - close) / close for mb, _, close in runs
+    ]
+    assert max(errors) < 0.21 + 0.005  # the basis says "largest error 21 %"
+    assert round(max(r[1] for r in runs), 2) == pause.OPEN_S
+
+
+def _plan(run_cli: RunCli, *overrides: str) -> dict[str, Any]:
+    data = json.loads(run_cli("plan", "--json", *overrides).out)
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("overrides", "opens", "closes"),
+    [
+        (("workload=fsdp",), True, True),  # a window from 30 s for 60 s
+        (("workload=fsdp", "capture=steps"), True, True),
+        (("workload=nccl", "capture.delay=0"), False, False),  # the whole program
+    ],
+)
+def test_plan_shows_the_pause_where_the_capture_opens_or_closes_in_the_run(
+    run_cli: RunCli, overrides: tuple[str, ...], opens: bool, closes: bool
+) -> None:
+    expected = _plan(run_cli, *overrides)["pause_at_window_edges"]
+    assert (expected["open_s"] is not None, expected["close_s"] is not None) == (opens, closes)
+    assert expected["basis"] == pause.BASIS
+    text = " ".join(run_cli("plan", *overrides).out.split())
+    assert "pause " in text and (("when it closes" in text) is closes)
+
+
+def test_the_timeout_comes_from_the_workload_or_torchs_default(run_cli: RunCli) -> None:
+    default = _plan(run_cli, "workload=megatron")["pause_at_window_edges"]
+    assert (default["timeout_s"], default["timeout_source"]) == (
+        600,
+        "torch's default for NCCL process groups",
+    )
+    args = "workload.megatron.args=[--distributed-timeout-minutes,'60']"
+    raised = _plan(run_cli, "workload=megatron", args)["pause_at_window_edges"]
+    assert raised["timeout_s"] == 3600
+    assert raised["timeout_source"] == "--distributed-timeout-minutes 60"
+
+
+def test_nsg023_names_the_remedies_and_a_raised_timeout_silences_it(run_cli: RunCli) -> None:
+    long = ("workload=fsdp", "capture.duration=3000")
+    found = [f for f in _plan(run_cli, *long)["lints"] if f["id"] == "NSG023"]
+    assert len(found) == 1 and "600 s" in found[0]["message"]
+    for remedy in ("shorten the window", "record fewer ranks", "trace less", "raise the timeout"):
+        assert remedy in found[0]["fix"]
+    script_args = "workload.fsdp.args=['--distributed-timeout-minutes=30']"
+    quiet = _plan(run_cli, *long, script_args)["lints"]
+    assert "NSG023" not in [f["id"] for f in quiet]
