@@ -126,6 +126,7 @@ EXPORTS = sorted((REPO / "tests" / "data" / "gpu" / "steps17").glob("*.sqlite"))
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("export", EXPORTS, ids=lambda p: p.name)
 def test_real_exports_read_the_same_in_any_row_order(tmp_path: Path, export: Path) -> None:
     """Real nsys 2025.3.1 exports (two ranks with NCCL; NCCL payloads): every result of the

@@ -167,7 +167,8 @@ def scripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return found
 
 
-@pytest.fixture(params=SHELLS)
+# bash in the fast tier, zsh (slower to start under a pseudo-terminal) in the slow one.
+@pytest.fixture(params=["bash", pytest.param("zsh", marks=pytest.mark.slow)])
 def term(request: pytest.FixtureRequest, scripts: dict[str, Path], tmp_path: Path) -> Terminal:
     shell: str = request.param
     if shutil.which(shell) is None:

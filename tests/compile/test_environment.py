@@ -146,6 +146,7 @@ def blocks() -> dict[str, Config]:
     return {name: typed(composer.compose(args).data) for name, args in found.items()}
 
 
+@pytest.mark.slow  # 49 compiles
 @pytest.mark.parametrize("cluster", CLUSTERS)
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_every_cluster_and_workload_gets_its_variables(
