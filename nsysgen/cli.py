@@ -204,7 +204,7 @@ def _take(args: Arguments, word: str, rest: list[str]) -> None:
     elif flag in _FLAGS[args.verb] and flag in _SWITCHES:
         setattr(args, _SWITCHES[flag], True)
     elif name in _HYDRA_FLAGS:
-        raise UsageError(f"{name} is Hydra's flag, not nsysgen's: {_HYDRA_FLAGS[name]}")
+        raise UsageError(f"{name} is Hydra's flag, not nsysgen's: {_HYDRA_FLAGS[name]}", args.verb)
     elif word.startswith("-") and not word.startswith("~"):
         raise UsageError(f"{args.verb} does not take {word}", args.verb)
     elif _bare(word):

@@ -86,7 +86,7 @@ def as_dict(
         "estimate_basis": plan.size.basis,
         "slowdown_outside_window": asdict(plan.slowdown),
         "pause_at_window_edges": {
-            **asdict(pause.estimate(config, plan.size.bytes_per_report)),
+            **asdict(_pause(config, plan)),
             "basis": pause.BASIS,
         },
         "nsys_command": list(plan.nsys_command),
@@ -166,7 +166,7 @@ def as_table(
             f"~{human_bytes(data['total_bytes'])} in {config.capture.report_dir}",
         ),
         ("estimate basis", plan.size.basis),
-        ("pause", pause.text(pause.estimate(config, plan.size.bytes_per_report))),
+        ("pause", pause.text(_pause(config, plan))),
         (
             "slowdown",
             f"~{plan.slowdown.job_percent:g} % outside the window, paid by "
@@ -233,16 +233,21 @@ def sweep_table(
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    window = header.index("window")
-    others = sum(widths) - widths[window] + 2 * (len(header) - 1)
-    if others + widths[window] > width:
-        fit = max(len(header[window]), width - others)
-        lines = [_cut(line, window, fit) for line in lines]
-        widths[window] = fit
+    # Cut the window's text, then the job's name (the point's name says most of it), to fit.
+    for column in (header.index("window"), header.index("job")):
+        others = sum(widths) - widths[column] + 2 * (len(header) - 1)
+        if others + widths[column] > width:
+            fit = max(len(header[column]), width - others)
+            lines = [_cut(line, column, fit) for line in lines]
+            widths[column] = fit
     return "\n".join(
         "  ".join(cell.ljust(size) for cell, size in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def _pause(config: Config, plan: ProfilePlan) -> pause.Pause:
+    return pause.estimate(config, plan.size.bytes_per_report, plan.target_window)
 
 
 def _untested(config: Config) -> str:

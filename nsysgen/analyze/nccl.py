@@ -32,6 +32,9 @@ from nsysgen.errors import NsysgenError
 # the way hand-annotated benchmarks name them. Other names ending in a number ("step 17",
 # "layer 12") say nothing about a size.
 _SIZE_AT_END = re.compile(r"(\d+)\s*$")
+# Names of communication a hand-written range may carry a size in: the collectives, and the
+# reduce, send/recv and point-to-point calls.
+_SIZED_NAME = re.compile(rf"{COMM_NAME.pattern}|(?i:\b(reduce|send|recv|sendrecv|p2p)\b)")
 
 
 class AnalyzeError(NsysgenError):
@@ -179,7 +182,7 @@ def _call(
     sized = [
         _SIZE_AT_END.search(s[2])
         for s in reversed(enclosing)
-        if not s[3] and COMM_NAME.search(s[2]) and not STEP_NAME.match(s[2])
+        if not s[3] and _SIZED_NAME.search(s[2]) and not STEP_NAME.match(s[2])
     ]
     size = (
         nccl[4]

@@ -265,11 +265,16 @@ def _operations(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_Ope
     return {}
 
 
+_LOOK_BACK = 64  # operations that may overlap one moment (communicators run side by side)
+
+
 def _operation_at(operations: list[_Operation], starts: list[int], moment: int) -> int | None:
-    """The operationId of the operation running at `moment` (the latest started), if any."""
+    """The operationId of the operation running at `moment`: of those started by then and not
+    yet ended, the latest started (operations of other communicators overlap it)."""
     index = bisect.bisect_right(starts, moment) - 1
-    if index >= 0 and operations[index][1] >= moment:
-        return operations[index][2]
+    for candidate in range(index, max(-1, index - _LOOK_BACK), -1):
+        if operations[candidate][1] >= moment:
+            return operations[candidate][2]
     return None
 
 

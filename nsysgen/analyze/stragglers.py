@@ -108,13 +108,16 @@ def _with_median_of_others(times: dict[int, float]) -> list[tuple[int, float, fl
 def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[tuple[int, int]]], str, bool]:
     """The step's collectives matched across ranks, each as (duration, rank) of every rank;
     how they were matched; and whether the ranks' collectives differ (count or ids)."""
-    if all(op is not None for comms in by_rank.values() for op, _ in comms):
+    # A rank with the same id twice in a step (two kernels of one operation, or one id per
+    # communicator) cannot be matched by id: the order in the step is used instead.
+    distinct = all(len({op for op, _ in comms}) == len(comms) for comms in by_rank.values())
+    if distinct and all(op is not None for comms in by_rank.values() for op, _ in comms):
         per_rank = {rank: dict(comms) for rank, comms in by_rank.items()}
         ids = [set(ops) for ops in per_rank.values()]
         common = set.intersection(*ids)
         groups = [
             [(ops[op], rank) for rank, ops in per_rank.items()]
-            for op in sorted(common, key=lambda o: o if o is not None else -1)
+            for op in sorted(o for o in common if o is not None)
         ]
         return groups, "operationId", any(i != common for i in ids)
     counts = {len(comms) for comms in by_rank.values()}
@@ -166,6 +169,13 @@ class Straggler(TypedDict):
     evidence: list[str]
 
 
+def _edges(steps: list[int]) -> tuple[int, ...]:
+    """A rank's first and last recorded step (the last only with a step left between)."""
+    if not steps:
+        return ()
+    return (min(steps), max(steps)) if len(set(steps)) >= 3 else (min(steps),)
+
+
 def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) -> list[Straggler]:
     """The stragglers, latest first."""
     step_ms: dict[int, list[float]] = defaultdict(list)
@@ -174,8 +184,10 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
             step_ms[row.step].append(row.step_ms)
     # Neither edge of the window is judged: the first step holds the warm-up and the pause
     # when the capture opens, the last the pause when it closes (seconds on the recorded ranks).
+    # A rank's own edges too: ranks on other nodes can start their window a step apart.
     edges = (min(step_ms, default=None), max(step_ms, default=None) if len(step_ms) >= 3 else None)
     judged = sorted(s for s in lateness.evidence if s not in edges)
+    own = {_rank(t): _edges([row.step for row in t.steps]) for t in ranks}
     by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for (rank, step), value in lateness.late_ms.items():
         by_step[step].append((rank, value))
@@ -183,7 +195,7 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
     for step in judged:
         bar = max(thresholds.min_ms, thresholds.min_fraction * statistics.median(step_ms[step]))
         for rank, value in by_step[step]:
-            if value > bar:
+            if value > bar and step not in own.get(rank, ()):
                 late[rank].append((step, value))
     found: list[Straggler] = []
     for rank, items in late.items():

@@ -146,12 +146,18 @@ def _round(value: float | None) -> float | None:
 
 
 def window_edges(ranks: list[RankTables]) -> tuple[int | None, int | None]:
-    """(first, last) recorded step: the steps the window's open and close pause. The last one
-    only when a step is left between them to judge."""
+    """(first, last) step recorded on any rank: the steps the window's open and close pause.
+    The last one only when a step is left between them to judge."""
     steps = sorted({row.step for t in ranks for row in t.steps})
     if not steps:
         return None, None
     return steps[0], (steps[-1] if len(steps) >= 3 else None)
+
+
+def own_edges(t: RankTables) -> tuple[int | None, int | None]:
+    """A rank's own window edges: ranks on other nodes can start their window a step apart,
+    and each pauses at its own first and last recorded step."""
+    return window_edges([t])
 
 
 def _step_entry(
@@ -192,7 +198,8 @@ def build(
     rank_entries: list[RankEntry] = []
     for t in ranks:
         assert t.rank is not None
-        judged = [row for row in t.steps if row.step not in edges] or t.steps
+        own = own_edges(t)
+        judged = [row for row in t.steps if row.step not in own] or t.steps
         rank_entries.append(
             {
                 "rank": t.rank,
@@ -210,7 +217,7 @@ def build(
                     "nccl_kernels": t.nccl_kernels_total,
                     "steps": len(t.steps),
                 },
-                "steps": [_step_entry(row, t.rank, lateness, edges) for row in t.steps],
+                "steps": [_step_entry(row, t.rank, lateness, own) for row in t.steps],
             }
         )
     summary: Summary = {

@@ -139,6 +139,7 @@ class Composer:
         structural = [self._group_choice(o) for o in parsed if not self._is_value(o)]
         assignments = [(o.key_or_group, o.value()) for o in parsed if self._is_value(o)]
         assignments += list((values or {}).items())
+        assignments = _env_integers_as_text(assignments)
         base = self._base([text for text in structural if text])
         issues = resolver_issues(base.plain)
         for key, value in assignments:
@@ -150,7 +151,6 @@ class Composer:
         except Unsupported:
             sources = self.sources(base.choices)
             data = _assign_and_resolve_with_omegaconf(base.cfg, assignments, sources)
-        _env_integers_as_text(data)
         extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
         assigned = {key for key, _ in assignments}
         return Composed(
@@ -363,25 +363,21 @@ def _assign_and_resolve_with_omegaconf(
     return {str(key): value for key, value in data.items()}
 
 
-def _env_integers_as_text(data: dict[str, Any]) -> None:
-    """`cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4` (or `: 4` in a file, or an env_defaults
-    entry's `value: 1`) is the text "4": an
-    environment holds only text, and YAML and Hydra's grammar read digits as a number. Other
-    numbers, booleans and null stay as they are, for the schema to refuse: their text would be
-    a guess ("1.10" reads as 1.1, true as "true" or "True")."""
-    cluster = data.get("cluster")
-    env = cluster.get("env") if isinstance(cluster, dict) else None
-    if isinstance(env, dict):
-        for name, value in env.items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                env[name] = str(value)
-    # The defaults nsysgen sets (cluster.env_defaults, workload.env_defaults): NAME: {value}.
-    for block in (cluster, data.get("workload")):
-        defaults = block.get("env_defaults") if isinstance(block, dict) else None
-        for entry in defaults.values() if isinstance(defaults, dict) else ():
-            value = entry.get("value") if isinstance(entry, dict) else None
-            if isinstance(value, int) and not isinstance(value, bool):
-                entry["value"] = str(value)
+_ENV_VALUE = re.compile(r"^(cluster\.env\.[^.]+|(cluster|workload)\.env_defaults\.[^.]+\.value)$")
+
+
+def _env_integers_as_text(assignments: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """`cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4` on the command line sets the text "4": an
+    environment holds only text, and Hydra's grammar reads digits as a number. Only overrides:
+    in a file, YAML has already turned `0022` into 18 and `0x10` into 16, so a number there is
+    refused (the schema asks for text) rather than guessed at. Other numbers, booleans and
+    null stay as they are, for the schema to refuse ("1.10" reads as 1.1)."""
+    return [
+        (key, str(value))
+        if _ENV_VALUE.match(key) and isinstance(value, int) and not isinstance(value, bool)
+        else (key, value)
+        for key, value in assignments
+    ]
 
 
 def _keys(cfg: DictConfig) -> list[str]:

@@ -36,12 +36,12 @@ def hardware_by_default(config: Config) -> bool:
     return blackwell(config) and config.nsight.blackwell_cuda_trace == "hardware"
 
 
-def _cuda_value(config: Config) -> str:
+def _cuda_value(config: Config, boxed: bool) -> str:
     """The --trace value that records CUDA as capture.cuda_trace asks."""
     choice = config.capture.cuda_trace
     hardware = hardware_by_default(config)
     if choice == "auto":
-        choice = "software" if hardware and time_boxed(config.capture) else "default"
+        choice = "software" if hardware and boxed else "default"
     if choice == "software":
         return "cuda-sw" if hardware else "cuda"
     if choice == "hardware":
@@ -49,18 +49,22 @@ def _cuda_value(config: Config) -> str:
     return "cuda"
 
 
-def trace_values(config: Config) -> tuple[str, ...]:
+def trace_values(config: Config, boxed: bool | None = None) -> tuple[str, ...]:
     """capture.trace as nsys gets it: `cuda` as the CUDA trace choice says, `nccl` added for
-    advanced NCCL tracing."""
-    values = [_cuda_value(config) if value == "cuda" else value for value in config.capture.trace]
+    advanced NCCL tracing. `boxed`: whether the capture starts or stops while the program runs
+    (None: as capture.* says; a target that opens the window itself says True)."""
+    boxed = time_boxed(config.capture) if boxed is None else boxed
+    values = [
+        _cuda_value(config, boxed) if value == "cuda" else value for value in config.capture.trace
+    ]
     if config.capture.nccl_trace and "nccl" not in values:
         values.append("nccl")
     return tuple(values)
 
 
-def records_hardware(config: Config) -> bool:
+def records_hardware(config: Config, boxed: bool | None = None) -> bool:
     """Whether the CUDA trace nsys gets is the hardware one."""
-    values = trace_values(config)
+    values = trace_values(config, boxed)
     return "cuda-hw" in values or ("cuda" in values and hardware_by_default(config))
 
 

@@ -298,19 +298,20 @@ def _window_after_nccl_tests(config: Config, plan: ProfilePlan) -> Iterator[tupl
 
 
 def _hardware_trace_time_boxed(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    hardware = cuda_trace.blackwell(config) and cuda_trace.records_hardware(config)
-    if hardware and cuda_trace.time_boxed(config.capture):
+    boxed = plan.time_boxed
+    if boxed and cuda_trace.blackwell(config) and cuda_trace.records_hardware(config, boxed):
         yield (
             "capture.cuda_trace",
             f"nsys {config.nsight.version} on {config.cluster.gpu_model} records the CUDA "
-            f"hardware trace (--trace={','.join(cuda_trace.trace_values(config))}), and a capture "
+            f"hardware trace (--trace={','.join(cuda_trace.trace_values(config, boxed))}), and a "
+            "capture "
             f"that starts or stops while the program runs ({config.capture.mode}) has come back "
             "with no kernels from it ('incomplete CUPTI events dropped'); cuda-sw kept them",
         )
 
 
 def _close_pause_near_timeout(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    expected = pause.estimate(config, plan.size.bytes_per_report)
+    expected = pause.estimate(config, plan.size.bytes_per_report, plan.target_window)
     if expected.close_s is not None and expected.close_s > NEAR_FRACTION * expected.timeout_s:
         yield (
             "capture",

@@ -45,11 +45,12 @@ def window_args(config: Config) -> list[str]:
     ]
 
 
-def profile_args(config: Config, output: str) -> list[str]:
+def profile_args(config: Config, output: str, boxed: bool | None = None) -> list[str]:
     """Switches common to every recorded rank (collectors come from collector_args); `output`
-    is the target's report name (Target.report_output)."""
+    is the target's report name (Target.report_output); `boxed`: whether the capture starts or
+    stops while the program runs (None: as capture.* says)."""
     capture = config.capture
-    trace = trace_values(config)
+    trace = trace_values(config, boxed)
     args = [
         f"--trace={','.join(trace)}",
         f"--sample={capture.sample}",

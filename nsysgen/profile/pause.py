@@ -67,12 +67,14 @@ def collective_timeout(config: Config) -> tuple[int, str]:
     return TORCH_DEFAULT_TIMEOUT_S, "torch's default for NCCL process groups"
 
 
-def estimate(config: Config, bytes_per_report: float) -> Pause:
+def estimate(config: Config, bytes_per_report: float, target_window: bool = False) -> Pause:
+    """`target_window`: the target opens and closes the capture itself while the program runs
+    (the plan's `time_boxed`, e.g. the Nsight Operator's Coordinator Mode)."""
     close = CLOSE_BASE_S + CLOSE_S_PER_MB * bytes_per_report / 1e6
     timeout, source = collective_timeout(config)
     return Pause(
-        OPEN_S if _opens_in_run(config) else None,
-        round(close, 1) if _closes_in_run(config) else None,
+        OPEN_S if target_window or _opens_in_run(config) else None,
+        round(close, 1) if target_window or _closes_in_run(config) else None,
         timeout,
         source,
     )

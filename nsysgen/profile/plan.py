@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from nsysgen.model import Config
-from nsysgen.profile import nsys_cmd
+from nsysgen.profile import cuda_trace, nsys_cmd
 from nsysgen.profile.environment import job_env
 from nsysgen.profile.estimate import SizeEstimate, calibration, estimate_report_size
 from nsysgen.profile.overhead import SlowdownEstimate, estimate_slowdown
@@ -273,6 +273,10 @@ class ProfilePlan:
     total_bytes: int  # of every report, with the GPU-metrics data where a collector runs
     # capture=steps: how steps are found and numbered, (what, how) in words (else empty)
     steps: tuple[tuple[str, str], ...] = ()
+    # The capture starts or stops while the program runs (capture.*, or the target's own
+    # window): the pause at its edges, and no CUDA hardware trace on Blackwell.
+    time_boxed: bool = False
+    target_window: bool = False  # the target itself opens and closes it (Coordinator Mode)
 
     @property
     def reports(self) -> int:
@@ -356,6 +360,10 @@ class Scheduler(Protocol):
     def in_container(self, config: Config) -> bool:
         """Whether the program (and nsys) run in a container."""
 
+    def opens_window(self, config: Config) -> bool:
+        """Whether the target itself starts and stops the capture while the program runs (the
+        Nsight Operator's Coordinator Mode), whatever capture.* says."""
+
 
 def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     """The plan of a config on its target; computed once per compile and handed to the target."""
@@ -373,7 +381,9 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
             f"one torchrun per node: 1 {target.unit} per node driving "
             f"{config.cluster.gpus_per_node} GPUs; a report covers the whole node"
         )
-    profile = nsys_cmd.profile_args(config, output=target.report_output(config))
+    target_window = target.opens_window(config)
+    boxed = cuda_trace.time_boxed(config.capture) or target_window
+    profile = nsys_cmd.profile_args(config, output=target.report_output(config), boxed=boxed)
     size = estimate_report_size(config)
     # The GPU-metrics data only counts where a collector runs.
     gpu_metrics = calibration()["gpu_metrics_bytes"] if config.capture.gpu_metrics else 0
@@ -401,4 +411,6 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
             world_size=config.cluster.world_size,
         ),
         steps=step_detection(config),
+        time_boxed=boxed,
+        target_window=target_window,
     )

@@ -122,7 +122,7 @@ def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> dict[s
             # The step helper marks every optimizer step: verify counts them per step range.
             "optimizer_steps": (capture.optimizer_steps or 1) if marks_steps(config) else None,
         },
-        "trace": list(trace_values(config)),  # as nsys gets it (cuda-sw, nccl added)
+        "trace": list(trace_values(config, plan.time_boxed)),  # as nsys gets it (cuda-sw, nccl)
         "collectors": {"gpu_metrics": capture.gpu_metrics, "efa_metrics": capture.efa_metrics},
         "tolerance_s": WINDOW_TOLERANCE_S,
     }

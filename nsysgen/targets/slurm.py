@@ -460,6 +460,9 @@ class Slurm:
     def in_container(self, config: Config) -> bool:
         return in_container(config)
 
+    def opens_window(self, config: Config) -> bool:
+        return False  # nsys opens and closes it, as capture.* says
+
     def checks(self, config: Config) -> Iterator[Issue]:
         return iter(())
 

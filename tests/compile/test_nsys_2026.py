@@ -153,21 +153,25 @@ def test_pytorch_switch(run_cli: RunCli) -> None:
 def test_install_script_of_a_version_without_a_url_takes_the_users_package(
     run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """install-nsight.sh of 2026.4.1 asks for the .deb, installs it, and refuses (removing what
-    it unpacked) a package of another version. Real dpkg-deb on a small package."""
+    """install-nsight.sh of 2026.4.1 asks for the .deb, installs it, and refuses a package of
+    another version before copying anything (the root's other files stay). Real dpkg-deb on a
+    small package."""
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "root"
     assert run_cli("nsight=2026.4.1", f"cluster.nsight_root={root}").code == 0
     script = tmp_path / "generated" / "nccl-p5-slurm" / "install-nsight.sh"
     asked = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
     assert asked.returncode == 2 and "pass the Nsight Systems 2026.4.1 CLI .deb" in asked.stderr
+    root.mkdir()
+    (root / "other-tools").write_text("a folder of the user's, never removed")
     for version, code in (("2026.3.2.1-1", 1), ("2026.4.1.1-1", 0)):
         deb = _package(tmp_path / version, version)
         done = subprocess.run(
             ["bash", str(script), str(deb)], capture_output=True, text=True, check=False
         )
         assert done.returncode == code, done.stderr
-        assert root.exists() is (code == 0)
+        assert (root / "target-linux-x64" / "nsys").exists() is (code == 0)
+        assert (root / "other-tools").exists()
 
 
 def _package(folder: Path, version: str) -> Path:
@@ -203,3 +207,19 @@ def test_verify_names_dropped_cupti_events_for_a_report_without_kernels(tmp_path
     verify._check_traced({"cuda-sw", "nvtx"}, contents, found)
     assert "no CUDA kernels although cuda is traced" in found.problems
     assert any("8400 incomplete CUPTI events dropped" in c and "cuda-sw" in c for c in found.causes)
+
+
+EKS = ("target=eks", "workload=fsdp", "workload.container_image=x.io/fsdp:1", "cluster=p6-b200")
+
+
+def test_the_operators_own_window_counts_as_a_window(run_cli: RunCli) -> None:
+    """Nsight Operator 26.x opens and closes the window itself (Coordinator Mode), even for a
+    capture that capture.* would call the whole program: cuda-sw, and the pause in the plan.
+    Its own nsys is 2026.x, so a catalog version without the hardware default is refused."""
+    args = (*EKS, "target.injector=operator-26", "nsight=2026.4.1", "capture.delay=0")
+    data = plan(run_cli, *args)
+    assert "--trace=cuda-sw,nvtx" in command(data), command(data)
+    edges = data["pause_at_window_edges"]
+    assert isinstance(edges, dict) and edges["close_s"] is not None
+    old = run_cli("plan", *EKS, "target.injector=operator-26")
+    assert old.code == 2 and "nsight.version: Nsight Operator 26.x runs its own nsys" in old.err

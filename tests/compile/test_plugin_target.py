@@ -74,6 +74,9 @@ class K8sJob:
     def in_container(self, config: Config) -> bool:
         return True
 
+    def opens_window(self, config: Config) -> bool:
+        return False
+
     def checks(self, config: Config) -> Iterator[Issue]:
         if settings_as(config.target.settings, JobSettings).namespace == "kube-system":
             yield Issue("target.namespace", "not in kube-system (allowed: another namespace)")

@@ -246,6 +246,9 @@ class Eks:
     def in_container(self, config: Config) -> bool:
         return True  # a pod runs containers
 
+    def opens_window(self, config: Config) -> bool:
+        return coordinator_mode(config)  # the Nsight Operator's coordinator opens it
+
     def checks(self, config: Config) -> Iterator[Issue]:
         return checks(config)
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
+from nsysgen.profile import cuda_trace
 from nsysgen.profile.environment import job_env
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan
@@ -72,6 +73,22 @@ def checks(config: Config) -> Iterator[Issue]:
             "capture=window)",
         )
     yield from injection_issues(config)
+    yield from _operator_cuda_trace(config)
+
+
+def _operator_cuda_trace(config: Config) -> Iterator[Issue]:
+    """Nsight Operator 26.x brings its own nsys (2026.x), whose --trace=cuda is the hardware
+    trace on Blackwell; with a catalog version that says otherwise nsysgen would not write
+    cuda-sw for it, and windowed captures there came back without kernels."""
+    if eks_settings(config).injector != "operator-26" or not cuda_trace.blackwell(config):
+        return
+    if config.nsight.blackwell_cuda_trace != "hardware":
+        yield Issue(
+            "nsight.version",
+            f"Nsight Operator 26.x runs its own nsys 2026.x, which traces CUDA in hardware on "
+            f"{config.cluster.gpu_model}; nsys {config.nsight.version}'s catalog entry does "
+            "not, so the CUDA trace would not be chosen for it (allowed: nsight=2026.4.1)",
+        )
 
 
 def _volume_issues(config: Config) -> Iterator[Issue]:
