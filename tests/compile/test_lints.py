@@ -230,7 +230,9 @@ def test_plan_of_experiment_matches_golden(
     experiment: str,
     run_cli: RunCli,
     request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "100")  # the width of plan's output when piped: one golden
     result = run_cli("plan", f"experiment={experiment}")
     assert result.code == 0, result.err
     golden = REPO / "tests" / "golden" / "plan" / f"{experiment}.txt"
