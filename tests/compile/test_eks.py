@@ -40,6 +40,8 @@ MATRIX = [
         f"capture.ranks={ranks}",
         f"job.name=eks-{i}",
         *extra,
+        # Nsight Operator 26.x brings nsys 2026.x, whose CUDA trace on Blackwell is hardware.
+        *(["nsight=2026.4.1"] if (cluster, injector) == ("p6-b200", "operator-26") else []),
     ]
     for i, (cluster, capture, job, injector, ranks, extra) in enumerate(
         itertools.product(
