@@ -31,6 +31,7 @@ import bisect
 import re
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
@@ -410,6 +411,15 @@ def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Ran
         for offset, rank_tables in enumerate(ordered):
             rank_tables.rank = base + offset
     return result
+
+
+def window_edges(steps: Iterable[int]) -> tuple[int | None, int | None]:
+    """(first, last) of the recorded steps: those the window's open and close pause (the
+    first also holds the warm-up). The last one only when a step is left between them."""
+    ordered = sorted(set(steps))
+    if not ordered:
+        return None, None
+    return ordered[0], (ordered[-1] if len(ordered) >= 3 else None)
 
 
 def assign_ranks(per_report: list[list[RankTables]]) -> list[RankTables]:

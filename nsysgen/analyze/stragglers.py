@@ -37,7 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from nsysgen.analyze.steps import NS_PER_MS, RankTables
+from nsysgen.analyze.steps import NS_PER_MS, RankTables, window_edges
 
 
 @dataclass(frozen=True)
@@ -169,13 +169,6 @@ class Straggler(TypedDict):
     evidence: list[str]
 
 
-def _edges(steps: list[int]) -> tuple[int, ...]:
-    """A rank's first and last recorded step (the last only with a step left between)."""
-    if not steps:
-        return ()
-    return (min(steps), max(steps)) if len(set(steps)) >= 3 else (min(steps),)
-
-
 def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) -> list[Straggler]:
     """The stragglers, latest first."""
     step_ms: dict[int, list[float]] = defaultdict(list)
@@ -185,9 +178,9 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
     # Neither edge of the window is judged: the first step holds the warm-up and the pause
     # when the capture opens, the last the pause when it closes (seconds on the recorded ranks).
     # A rank's own edges too: ranks on other nodes can start their window a step apart.
-    edges = (min(step_ms, default=None), max(step_ms, default=None) if len(step_ms) >= 3 else None)
+    edges = window_edges(step_ms)
     judged = sorted(s for s in lateness.evidence if s not in edges)
-    own = {_rank(t): _edges([row.step for row in t.steps]) for t in ranks}
+    own = {_rank(t): window_edges(row.step for row in t.steps) for t in ranks}
     by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for (rank, step), value in lateness.late_ms.items():
         by_step[step].append((rank, value))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal, TypedDict, get_args
 
 from nsysgen.analyze.nccl import NcclCall, human_size
-from nsysgen.analyze.steps import RankTables, StepRow
+from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
 
 SCHEMA = "nsysgen-analyze-summary/1"
@@ -145,19 +145,15 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def window_edges(ranks: list[RankTables]) -> tuple[int | None, int | None]:
-    """(first, last) step recorded on any rank: the steps the window's open and close pause.
-    The last one only when a step is left between them to judge."""
-    steps = sorted({row.step for t in ranks for row in t.steps})
-    if not steps:
-        return None, None
-    return steps[0], (steps[-1] if len(steps) >= 3 else None)
+def all_edges(ranks: list[RankTables]) -> tuple[int | None, int | None]:
+    """The window's edges over every rank: the first and last step recorded on any."""
+    return window_edges(row.step for t in ranks for row in t.steps)
 
 
 def own_edges(t: RankTables) -> tuple[int | None, int | None]:
     """A rank's own window edges: ranks on other nodes can start their window a step apart,
     and each pauses at its own first and last recorded step."""
-    return window_edges([t])
+    return window_edges(row.step for row in t.steps)
 
 
 def _step_entry(
@@ -194,7 +190,7 @@ def build(
     label: str = "",
     reference: tuple[tuple[int, float, float | None], ...] = (),
 ) -> Summary:
-    edges = window_edges(ranks)
+    edges = all_edges(ranks)
     rank_entries: list[RankEntry] = []
     for t in ranks:
         assert t.rank is not None

@@ -500,29 +500,30 @@ _EFA_FIELD = " OR ".join(
 )
 
 
-def _plugin_failures(db: sqlite3.Connection) -> list[str]:
-    """nsys's own diagnostics about plugins that failed (e.g. "Plugin exited with code 1." when
-    nic_sampler finds no EFA device under its sysfs root); a stop by signal is the normal end."""
+def _diagnostics(db: sqlite3.Connection, where: str) -> list[str]:
+    """The texts of nsys's own diagnostics (DIAGNOSTIC_EVENT) that match `where`, in order."""
     if not _count(db, "DIAGNOSTIC_EVENT"):
         return []
     rows = db.execute(
-        "SELECT text FROM DIAGNOSTIC_EVENT WHERE text LIKE 'Plugin exited with code %' "
-        "AND text NOT LIKE 'Plugin exited with code 0%' ORDER BY timestamp"
+        f"SELECT text FROM DIAGNOSTIC_EVENT WHERE {where} ORDER BY timestamp, text"  # noqa: S608
     ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+def _plugin_failures(db: sqlite3.Connection) -> list[str]:
+    """nsys's own diagnostics about plugins that failed (e.g. "Plugin exited with code 1." when
+    nic_sampler finds no EFA device under its sysfs root); a stop by signal is the normal end."""
+    return _diagnostics(
+        db,
+        "text LIKE 'Plugin exited with code %' AND text NOT LIKE 'Plugin exited with code 0%'",
+    )
 
 
 def _dropped_events(db: sqlite3.Connection) -> list[str]:
     """nsys's diagnostics that it dropped CUPTI events (e.g. "8400 incomplete CUPTI events
     dropped"), the first few: what a report without kernels under the CUDA hardware trace
     says about itself."""
-    if not _count(db, "DIAGNOSTIC_EVENT"):
-        return []
-    rows = db.execute(
-        "SELECT text FROM DIAGNOSTIC_EVENT WHERE text LIKE '%CUPTI%' AND text LIKE '%drop%' "
-        "ORDER BY timestamp, text LIMIT 3"
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+    return _diagnostics(db, "text LIKE '%CUPTI%' AND text LIKE '%drop%'")[:3]
 
 
 def _steps_text(steps: Sequence[int]) -> str:
