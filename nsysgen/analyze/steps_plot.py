@@ -67,7 +67,7 @@ def _heat(figure: Any, axis: Any, ranks: list[RankEntry], field: StepColumn, cma
     image = axis.imshow(grid, aspect="auto", cmap=cmap, interpolation="nearest", vmin=0)
     axis.set_xticks(*_ticks([str(s) for s in steps]), fontsize=8)
     axis.set_yticks(*_ticks([str(r["rank"]) for r in ranks]), fontsize=8)
-    axis.set_xlabel("step (the first is warm-up)")
+    axis.set_xlabel("step (the first and last: the window's edges, not judged)")
     axis.set_ylabel("rank")
     figure.colorbar(image, ax=axis, label="ms")
 
