@@ -4,6 +4,7 @@ they can still be pasted into a shell."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -12,6 +13,9 @@ from collections.abc import Sequence
 
 PIPE_WIDTH = 100  # output that is not a terminal: a log, a pull request comment, a file
 MIN_WIDTH = 40
+# A number and its unit: wrapped as one word, through a character no text carries (private use).
+_UNIT = re.compile(r"(\d) (%|(?:us|ms|s|B|KB|MB|GB|KiB|MiB|GiB)(?!\w))")
+_GLUE = "\ue000"
 
 
 def output_width() -> int:
@@ -26,15 +30,18 @@ def output_width() -> int:
 
 def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     """`text` in lines of at most `width` characters: the first after `first`, the others
-    after `rest`. Words longer than a line are cut (a path is still readable across lines)."""
-    return textwrap.wrap(
-        text,
+    after `rest`. Words longer than a line are cut (a path is still readable across lines); a
+    number keeps its unit ("17 %", "600 s" never break between the two)."""
+    glued = _UNIT.sub(rf"\1{_GLUE}\2", text)
+    lines = textwrap.wrap(
+        glued,
         width,
         initial_indent=first,
         subsequent_indent=rest,
         break_long_words=True,
         break_on_hyphens=False,
     ) or [first.rstrip()]
+    return [line.replace(_GLUE, " ") for line in lines]
 
 
 def shell_lines(

@@ -6,7 +6,8 @@
 # the report's bytes, and nsys's whole run time.
 # VARIANTS picks the trace options on top of that (what capture.trace, capture.sample and
 # capture.gpu_metrics add): base (cuda,nvtx, no sampling), osrt (+ OS runtime calls), sampling
-# (CPU sampling and context switches of the process tree), gpu-metrics (every GPU's counters).
+# (CPU sampling and context switches of the process tree), gpu-metrics (every GPU's counters),
+# async (base, but the report written after the window with 2026.x's repeat:1:async).
 # Usage (device, repository root, DEBS: libdw1 and libelf1 .deb files):
 #   MODES="launch compute" WINDOWS="0.5 2 8 20" RUNS=3 VARIANTS=base bash bench/gpu/pause31.sh DEBS
 #   -> $OUT/pause31.jsonl
@@ -20,10 +21,14 @@ work=/tmp/pause31 && rm -rf "$work" && mkdir -p "$work" "$OUT"
 "$NSYS" --version
 variant_args() {
   case $1 in
-    base) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none" ;;
-    osrt) echo "--trace=cuda,nvtx,osrt --sample=none --cpuctxsw=none" ;;
-    sampling) echo "--trace=cuda,nvtx --sample=process-tree --cpuctxsw=process-tree" ;;
-    gpu-metrics) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none --gpu-metrics-devices=all" ;;
+    base) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none --capture-range-end=stop" ;;
+    osrt) echo "--trace=cuda,nvtx,osrt --sample=none --cpuctxsw=none --capture-range-end=stop" ;;
+    sampling) echo "--trace=cuda,nvtx --sample=process-tree --cpuctxsw=process-tree" \
+      "--capture-range-end=stop" ;;
+    gpu-metrics) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none" \
+      "--gpu-metrics-devices=all --capture-range-end=stop" ;;
+    # 2025.3.1 takes the 2026.x spelling without complaint (its help does not list it).
+    async) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none --capture-range-end=repeat:1:async" ;;
     *) echo "pause31.sh: unknown variant $1" >&2 && exit 2 ;;
   esac
 }
@@ -35,7 +40,7 @@ for variant in $VARIANTS; do
         name=$variant-$mode-$window-$run
         start=$(date +%s.%N)
         "$NSYS" profile "${options[@]}" \
-          --capture-range=cudaProfilerApi --capture-range-end=stop --cuda-event-trace=false \
+          --capture-range=cudaProfilerApi --cuda-event-trace=false \
           --force-overwrite=true --output="$work/$name" \
           python3 "$here/pause_loop.py" "$mode" "$window" "$work/$name.json" \
           > "$work/$name.log" 2>&1 || echo "$name: nsys exited $?"

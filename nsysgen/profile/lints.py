@@ -315,7 +315,8 @@ def _close_pause_near_timeout(config: Config, plan: ProfilePlan) -> Iterator[tup
     if expected.close_s is not None and expected.close_s > NEAR_FRACTION * expected.timeout_s:
         yield (
             "capture",
-            f"the window's close is expected to hold each recorded rank ~{expected.close_s:g} s "
+            "the window's close is expected to hold each recorded rank "
+            f"~{expected.close_s:g} s{pause.options_note(expected)} "
             f"(~{human_bytes(plan.size.bytes_per_report)} per report; {pause.BASIS}), more than "
             f"half the collective timeout, {expected.timeout_s} s ({expected.timeout_source}): "
             "the other ranks wait that long at their next collective, and past the timeout "

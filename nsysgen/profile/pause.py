@@ -3,14 +3,18 @@
 When a capture starts (cudaProfilerStart, an NVTX range, a --delay) and when it stops while the
 program runs (cudaProfilerStop with --capture-range-end=stop, --duration), nsys holds the
 recorded process; in a synchronous job every other rank waits for it at the next collective.
-Measured on one H200 with nsys 2025.3.1 (bench/gpu/pause31.sh, BENCHMARKS.md): 24 runs, a
-launch-bound loop (400 tiny kernels a step) and a compute-bound one (8 large matmuls), windows of
-0.5 to 20 s, 3 runs each:
+Measured on one H200 with nsys 2025.3.1 (bench/gpu/pause31.sh, BENCHMARKS.md): a launch-bound
+loop (400 tiny kernels a step) and a compute-bound one (8 large matmuls), windows of 0.5 to 100 s,
+reports of 0.09 to 327 MB, 29 runs with the switches nsysgen generates by default:
 
-- at the open: 137..266 ms (median 208 ms), whatever the window;
-- at the close: 2.7..28.3 s, growing with what the window recorded: a straight line in the
-  report's size, 3.24 s + 0.335 s per MB, fits every run within 21 % (the compute-bound loop's
-  small reports are over-predicted by 3..21 %, the launch-bound ones within -16..+8 %).
+- at the open: 137..266 ms (median 201 ms), whatever the window;
+- at the close: 2.7..133 s, growing with what the window recorded: a straight line in the
+  report's size, 2.79 s + 0.374 s per MB, fits every run within -13..+17 %; the window's length
+  does not enter (a 20 s compute-bound window, 1.5 MB, closes in 3.4 s).
+
+Trace options, 26 more runs (2..20 s windows): OS runtime tracing and CPU sampling each add about
+3 s to the close whatever the window's length (a constant, not a rate); GPU metrics leave the
+close alone but make the open 0.7..0.9 s.
 
 A recorded rank that pauses longer than the job's collective timeout takes the job down (the
 NCCL watchdog aborts it). The timeout is torch's default for NCCL process groups (10 minutes)
@@ -24,12 +28,16 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config
 
-OPEN_S = 0.27  # the largest open pause measured (median 0.21 s)
-CLOSE_BASE_S = 3.24
-CLOSE_S_PER_MB = 0.335
+OPEN_S = 0.27  # the largest open pause measured (median 0.20 s)
+OPEN_GPU_METRICS_S = 0.87  # the largest with --gpu-metrics-devices (0.71..0.87 s)
+CLOSE_BASE_S = 2.79
+CLOSE_S_PER_MB = 0.374
+# What a trace option adds to the close: the median, over its runs, of the measured close less
+# the line above (osrt: -0.3..5.0 s, sampling: 1.7..4.0 s).
+CLOSE_EXTRA_S = {"osrt": 3.1, "sampling": 3.2}
 BASIS = (
-    "fit to 24 runs on H200 with nsys 2025.3.1 (0.5..20 s windows, 0.09..81 MB reports; "
-    "BENCHMARKS.md), largest error 21 %"
+    "fit to 29 runs on H200 with nsys 2025.3.1 (0.5..100 s windows, 0.09..327 MB reports; "
+    "BENCHMARKS.md), largest error 17 %; trace options on 26 more"
 )
 TORCH_DEFAULT_TIMEOUT_S = 600  # torch.distributed's default for NCCL process groups
 NEAR_FRACTION = 0.5  # a close pause above half the timeout leaves too little margin
@@ -42,6 +50,21 @@ class Pause:
     close_s: float | None  # None: it ends with the program
     timeout_s: int
     timeout_source: str
+    options: tuple[str, ...] = ()  # the trace options that lengthen it (CLOSE_EXTRA_S, metrics)
+
+
+def costly_options(config: Config) -> tuple[str, ...]:
+    """The capture's options that were measured to lengthen a pause."""
+    capture = config.capture
+    found = []
+    if "osrt" in capture.trace:
+        found.append("osrt")
+    # Measured with both on; either one samples the process tree on a timer.
+    if capture.sample != "none" or capture.cpuctxsw != "none":
+        found.append("sampling")
+    if capture.gpu_metrics:
+        found.append("gpu-metrics")
+    return tuple(found)
 
 
 def _opens_in_run(config: Config) -> bool:
@@ -70,14 +93,25 @@ def collective_timeout(config: Config) -> tuple[int, str]:
 def estimate(config: Config, bytes_per_report: float, target_window: bool = False) -> Pause:
     """`target_window`: the target opens and closes the capture itself while the program runs
     (the plan's `time_boxed`, e.g. the Nsight Operator's Coordinator Mode)."""
+    options = costly_options(config)
     close = CLOSE_BASE_S + CLOSE_S_PER_MB * bytes_per_report / 1e6
+    close += sum(CLOSE_EXTRA_S.get(option, 0.0) for option in options)
+    # GPU metrics run on one collector rank a node; the others wait for it at the next
+    # collective, so its open is the job's.
+    opened = OPEN_GPU_METRICS_S if "gpu-metrics" in options else OPEN_S
     timeout, source = collective_timeout(config)
     return Pause(
-        OPEN_S if target_window or _opens_in_run(config) else None,
+        opened if target_window or _opens_in_run(config) else None,
         round(close, 1) if target_window or _closes_in_run(config) else None,
         timeout,
         source,
+        options,
     )
+
+
+def options_note(pause: Pause) -> str:
+    """' (with osrt, sampling)': the options counted in the pause, or ''."""
+    return f" (with {', '.join(pause.options)})" if pause.options else ""
 
 
 def text(pause: Pause) -> str:
@@ -90,7 +124,7 @@ def text(pause: Pause) -> str:
     if not edges:
         return "none inside the run (the capture starts and ends with the program)"
     return (
-        f"{' and '.join(edges)}, on each recorded rank (the others wait at the next "
-        f"collective); collective timeout {pause.timeout_s} s ({pause.timeout_source}); "
+        f"{' and '.join(edges)}{options_note(pause)}, on each recorded rank (the others wait at "
+        f"the next collective); collective timeout {pause.timeout_s} s ({pause.timeout_source}); "
         f"{BASIS}"
     )

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from nsysgen.cli import VERBS
-from nsysgen.textwidth import shell_lines
+from nsysgen.textwidth import shell_lines, wrap
 from tests.conftest import REPO, RunCli
 
 
@@ -69,3 +69,13 @@ def test_a_wrapped_command_reads_back_as_the_same_words(width: int) -> None:
     script = "printf '<%s>\\n' " + "\n".join(lines).removeprefix("  nsys ")
     read = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
     assert read.stdout.splitlines() == [f"<{word}>" for word in argv[1:]]
+
+
+@pytest.mark.parametrize("width", range(12, 40))
+def test_a_number_and_its_unit_stay_on_one_line(width: int) -> None:
+    text = "largest error 17 % over 600 s and 327 MB, in 5 steps of 2 s"
+    lines = wrap(text, width)
+    assert " ".join(lines) == text  # nothing lost or changed
+    for line in lines:
+        assert not re.match(r"^(%|s|MB)(\s|,|$)", line)  # no line starts with a lone unit
+        assert len(line) <= width
