@@ -14,7 +14,7 @@ from collections.abc import Sequence
 PIPE_WIDTH = 100  # output that is not a terminal: a log, a pull request comment, a file
 MIN_WIDTH = 40
 # A number and its unit: wrapped as one word, through a character no text carries (private use).
-_UNIT = re.compile(r"(\d) (%|(?:us|ms|s|B|KB|MB|GB|KiB|MiB|GiB)(?!\w))")
+_UNIT = re.compile(r"(\S*\d) (%|(?:us|ms|s|min|h|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)(?!\w))")
 _GLUE = "\ue000"
 
 
@@ -31,8 +31,15 @@ def output_width() -> int:
 def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     """`text` in lines of at most `width` characters: the first after `first`, the others
     after `rest`. Words longer than a line are cut (a path is still readable across lines); a
-    number keeps its unit ("17 %", "600 s" never break between the two)."""
-    glued = _UNIT.sub(rf"\1{_GLUE}\2", text)
+    number keeps its unit ("17 %", "600 s" never break between the two) where the two fit on
+    a line."""
+    room = width - max(len(first), len(rest))
+
+    def glue(match: re.Match[str]) -> str:
+        number, unit = match.groups()
+        return f"{number}{_GLUE}{unit}" if len(number) + 1 + len(unit) <= room else match[0]
+
+    glued = _UNIT.sub(glue, text)
     lines = textwrap.wrap(
         glued,
         width,

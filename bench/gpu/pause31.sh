@@ -27,13 +27,16 @@ variant_args() {
       "--capture-range-end=stop" ;;
     gpu-metrics) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none" \
       "--gpu-metrics-devices=all --capture-range-end=stop" ;;
-    # 2025.3.1 takes the 2026.x spelling without complaint (its help does not list it).
+    # Documented for 2026.x; 2025.3.1's help does not list it. With repeat, look for the
+    # report under another name before trusting report_bytes.
     async) echo "--trace=cuda,nvtx --sample=none --cpuctxsw=none --capture-range-end=repeat:1:async" ;;
     *) echo "pause31.sh: unknown variant $1" >&2 && exit 2 ;;
   esac
 }
+for variant in $VARIANTS; do variant_args "$variant" > /dev/null; done  # a typo stops here
 for variant in $VARIANTS; do
-  read -r -a options <<< "$(variant_args "$variant")"
+  flags=$(variant_args "$variant")
+  read -r -a options <<< "$flags"
   for mode in $MODES; do
     for window in $WINDOWS; do
       for run in $(seq 1 "$RUNS"); do

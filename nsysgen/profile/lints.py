@@ -316,7 +316,7 @@ def _close_pause_near_timeout(config: Config, plan: ProfilePlan) -> Iterator[tup
         yield (
             "capture",
             "the window's close is expected to hold each recorded rank "
-            f"~{expected.close_s:g} s{pause.options_note(expected)} "
+            f"~{expected.close_s:g} s{pause.with_options(expected.close_options)} "
             f"(~{human_bytes(plan.size.bytes_per_report)} per report; {pause.BASIS}), more than "
             f"half the collective timeout, {expected.timeout_s} s ({expected.timeout_source}): "
             "the other ranks wait that long at their next collective, and past the timeout "

@@ -12,9 +12,10 @@ reports of 0.09 to 327 MB, 29 runs with the switches nsysgen generates by defaul
   report's size, 2.79 s + 0.374 s per MB, fits every run within -13..+17 %; the window's length
   does not enter (a 20 s compute-bound window, 1.5 MB, closes in 3.4 s).
 
-Trace options, 26 more runs (2..20 s windows): OS runtime tracing and CPU sampling each add about
-3 s to the close whatever the window's length (a constant, not a rate); GPU metrics leave the
-close alone but make the open 0.7..0.9 s.
+Trace options, 26 more runs (2..20 s windows): OS runtime tracing and CPU sampling each add a few
+seconds to the close that do not grow with the window (osrt 2.6..6.5 s, sampling 2.7..4.1 s over
+the line at the report size of the default switches, which is what the size estimate gives);
+GPU metrics leave the close alone but make the open 0.7..0.9 s.
 
 A recorded rank that pauses longer than the job's collective timeout takes the job down (the
 NCCL watchdog aborts it). The timeout is torch's default for NCCL process groups (10 minutes)
@@ -28,16 +29,17 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config
 
-OPEN_S = 0.27  # the largest open pause measured (median 0.20 s)
+OPEN_S = 0.28  # the largest open pause measured without GPU metrics (median 0.20 s)
 OPEN_GPU_METRICS_S = 0.87  # the largest with --gpu-metrics-devices (0.71..0.87 s)
 CLOSE_BASE_S = 2.79
 CLOSE_S_PER_MB = 0.374
 # What a trace option adds to the close: the median, over its runs, of the measured close less
-# the line above (osrt: -0.3..5.0 s, sampling: 1.7..4.0 s).
-CLOSE_EXTRA_S = {"osrt": 3.1, "sampling": 3.2}
+# the line at the report size the default switches recorded in the same loop and window (the
+# size estimate leaves the option's own records out, so the extra carries them).
+CLOSE_EXTRA_S = {"osrt": 3.6, "sampling": 3.4}
 BASIS = (
     "fit to 29 runs on H200 with nsys 2025.3.1 (0.5..100 s windows, 0.09..327 MB reports; "
-    "BENCHMARKS.md), largest error 17 %; trace options on 26 more"
+    "BENCHMARKS.md), largest error 17 %; 18 % with osrt or sampling (26 more runs)"
 )
 TORCH_DEFAULT_TIMEOUT_S = 600  # torch.distributed's default for NCCL process groups
 NEAR_FRACTION = 0.5  # a close pause above half the timeout leaves too little margin
@@ -50,21 +52,27 @@ class Pause:
     close_s: float | None  # None: it ends with the program
     timeout_s: int
     timeout_source: str
-    options: tuple[str, ...] = ()  # the trace options that lengthen it (CLOSE_EXTRA_S, metrics)
+    open_options: tuple[str, ...] = ()  # the options that lengthen the open
+    close_options: tuple[str, ...] = ()  # ... and the close (CLOSE_EXTRA_S)
 
 
-def costly_options(config: Config) -> tuple[str, ...]:
-    """The capture's options that were measured to lengthen a pause."""
+def _close_options(config: Config) -> tuple[str, ...]:
     capture = config.capture
     found = []
     if "osrt" in capture.trace:
         found.append("osrt")
-    # Measured with both on; either one samples the process tree on a timer.
+    # Measured with --sample and --cpuctxsw both process-tree; either one alone, or system-wide,
+    # is charged the same (a collector stopped with the window), not measured.
     if capture.sample != "none" or capture.cpuctxsw != "none":
         found.append("sampling")
-    if capture.gpu_metrics:
-        found.append("gpu-metrics")
     return tuple(found)
+
+
+def _open_options(config: Config) -> tuple[str, ...]:
+    metrics = config.capture.gpu_metrics or any(
+        arg.startswith("--gpu-metrics-device") for arg in config.capture.extra_args
+    )
+    return ("gpu-metrics",) if metrics else ()
 
 
 def _opens_in_run(config: Config) -> bool:
@@ -93,38 +101,41 @@ def collective_timeout(config: Config) -> tuple[int, str]:
 def estimate(config: Config, bytes_per_report: float, target_window: bool = False) -> Pause:
     """`target_window`: the target opens and closes the capture itself while the program runs
     (the plan's `time_boxed`, e.g. the Nsight Operator's Coordinator Mode)."""
-    options = costly_options(config)
+    open_options, close_options = _open_options(config), _close_options(config)
     close = CLOSE_BASE_S + CLOSE_S_PER_MB * bytes_per_report / 1e6
-    close += sum(CLOSE_EXTRA_S.get(option, 0.0) for option in options)
+    close += sum(CLOSE_EXTRA_S[option] for option in close_options)
     # GPU metrics run on one collector rank a node; the others wait for it at the next
     # collective, so its open is the job's.
-    opened = OPEN_GPU_METRICS_S if "gpu-metrics" in options else OPEN_S
+    opened = OPEN_GPU_METRICS_S if open_options else OPEN_S
     timeout, source = collective_timeout(config)
+    opens = target_window or _opens_in_run(config)
+    closes = target_window or _closes_in_run(config)
     return Pause(
-        opened if target_window or _opens_in_run(config) else None,
-        round(close, 1) if target_window or _closes_in_run(config) else None,
+        opened if opens else None,
+        round(close, 1) if closes else None,
         timeout,
         source,
-        options,
+        open_options if opens else (),
+        close_options if closes else (),
     )
 
 
-def options_note(pause: Pause) -> str:
-    """' (with osrt, sampling)': the options counted in the pause, or ''."""
-    return f" (with {', '.join(pause.options)})" if pause.options else ""
+def with_options(options: tuple[str, ...]) -> str:
+    """' (with osrt, sampling)': the options counted in an edge's pause, or ''."""
+    return f" (with {', '.join(options)})" if options else ""
 
 
 def text(pause: Pause) -> str:
     """The plan's line."""
     edges = []
     if pause.open_s is not None:
-        edges.append(f"~{pause.open_s:g} s when the window opens")
+        edges.append(f"~{pause.open_s:g} s when the window opens{with_options(pause.open_options)}")
     if pause.close_s is not None:
-        edges.append(f"~{pause.close_s:g} s when it closes")
+        edges.append(f"~{pause.close_s:g} s when it closes{with_options(pause.close_options)}")
     if not edges:
         return "none inside the run (the capture starts and ends with the program)"
     return (
-        f"{' and '.join(edges)}{options_note(pause)}, on each recorded rank (the others wait at "
-        f"the next collective); collective timeout {pause.timeout_s} s ({pause.timeout_source}); "
+        f"{' and '.join(edges)}, on each recorded rank (the others wait at the next "
+        f"collective); collective timeout {pause.timeout_s} s ({pause.timeout_source}); "
         f"{BASIS}"
     )

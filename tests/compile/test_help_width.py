@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -71,11 +72,22 @@ def test_a_wrapped_command_reads_back_as_the_same_words(width: int) -> None:
     assert read.stdout.splitlines() == [f"<{word}>" for word in argv[1:]]
 
 
-@pytest.mark.parametrize("width", range(12, 40))
-def test_a_number_and_its_unit_stay_on_one_line(width: int) -> None:
-    text = "largest error 17 % over 600 s and 327 MB, in 5 steps of 2 s"
-    lines = wrap(text, width)
-    assert " ".join(lines) == text  # nothing lost or changed
-    for line in lines:
-        assert not re.match(r"^(%|s|MB)(\s|,|$)", line)  # no line starts with a lone unit
-        assert len(line) <= width
+INDENTS = [("", ""), ("label:  ", "        "), ("  label:        ", "   ")]
+
+
+@pytest.mark.parametrize("width", range(30, 60))
+@pytest.mark.parametrize("indent", INDENTS)
+def test_a_number_and_its_unit_stay_on_one_line(width: int, indent: tuple[str, str]) -> None:
+    first, rest = indent
+    text = "largest error 17 % over 600 s and 327 MB, in 5 steps of 2 s; 1.5 TB in 2 min"
+    lines = wrap(text, width, first, rest)
+    assert all(len(line) <= width for line in lines)
+    assert " ".join(lines).split() == f"{first} {text}".split()  # nothing lost or changed
+    for line in lines[1:]:  # no line starts with a lone unit
+        assert not re.match(r"^\s*(%|s|MB|TB|min)(\s|,|;|$)", line)
+
+
+def test_a_number_and_unit_wider_than_the_line_wrap_as_before() -> None:
+    text = "the report 1234567 MB is large"
+    for width in range(8, 12):
+        assert wrap(text, width) == textwrap.wrap(text, width, break_on_hyphens=False)

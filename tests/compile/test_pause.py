@@ -16,9 +16,12 @@ from tests.conftest import REPO, RunCli
 RESULTS = REPO / "bench" / "gpu" / "results"
 
 
-def _runs(*names: str) -> list[tuple[str, float, float, float]]:
-    """(trace options, report MB, pause at open s, pause at close s) of every run measured in
-    the named result files."""
+Run = tuple[str, str, float, float, float, float]
+
+
+def _runs(*names: str) -> list[Run]:
+    """(trace options, loop, window s, report MB, pause at open s, pause at close s) of every
+    run measured in the named result files."""
     runs = []
     for name in names:
         for line in (RESULTS / f"pause31-2026-12-02-{name}.jsonl").read_text().splitlines():
@@ -29,6 +32,8 @@ def _runs(*names: str) -> list[tuple[str, float, float, float]]:
             runs.append(
                 (
                     run.get("variant", "base"),
+                    run["mode"],
+                    run["window_s"],
                     run["report_bytes"] / 1e6,
                     edge["open"] / 1e3,
                     edge["close"] / 1e3,
@@ -37,57 +42,49 @@ def _runs(*names: str) -> list[tuple[str, float, float, float]]:
     return runs
 
 
+DEFAULT = ("launch", "compute", "launch-large")  # the switches nsysgen generates by default
+
+
 def _line(mb: float) -> float:
     return pause.CLOSE_BASE_S + pause.CLOSE_S_PER_MB * mb
 
 
 def test_the_model_is_the_fit_of_the_measurements() -> None:
-    runs = _runs("launch", "compute", "launch-large")
+    runs = _runs(*DEFAULT)
     # 2 loops x 4 windows x 3 runs, and the launch loop's 60 s (3 runs) and 100 s (2) windows
-    assert len(runs) == 29 and max(r[1] for r in runs) > 300  # "several hundred MB"
-    mbs, closes = [r[1] for r in runs], [r[3] for r in runs]
+    assert len(runs) == 29 and max(r[3] for r in runs) > 300  # "several hundred MB"
+    mbs, closes = [r[3] for r in runs], [r[5] for r in runs]
     slope, intercept = statistics.linear_regression(mbs, closes)
     assert (round(intercept, 2), round(slope, 3)) == (pause.CLOSE_BASE_S, pause.CLOSE_S_PER_MB)
-    errors = [abs(_line(mb) - close) / close for _, mb, _, close in runs]
+    errors = [abs(_line(r[3]) - r[5]) / r[5] for r in runs]
     assert max(errors) < 0.17 + 0.005  # the basis says "largest error 17 %"
-    assert round(max(r[2] for r in runs), 2) == pause.OPEN_S
+
+
+def _default_mb() -> dict[tuple[str, float], float]:
+    """The median report MB the default switches recorded, per loop and window."""
+    sizes: dict[tuple[str, float], list[float]] = {}
+    for _, loop, window, mb, _, _ in _runs(*DEFAULT):
+        sizes.setdefault((loop, window), []).append(mb)
+    return {key: statistics.median(values) for key, values in sizes.items()}
 
 
 def test_what_the_trace_options_add_is_measured() -> None:
-    runs = _runs("options")
-    assert len(runs) == 26  # the basis says "trace options on 26 more"
+    runs, default_mb = _runs("options"), _default_mb()
+    assert len(runs) == 26  # the basis says "26 more runs"
     for option, extra in pause.CLOSE_EXTRA_S.items():
-        mine = [close - _line(mb) for name, mb, _, close in runs if name == option]
-        assert round(statistics.median(mine), 1) == extra
+        mine = [r for r in runs if r[0] == option]
+        over = [close - _line(default_mb[loop, window]) for _, loop, window, _, _, close in mine]
+        assert round(statistics.median(over), 1) == extra
+        predicted = [_line(default_mb[r[1], r[2]]) + extra for r in mine]
+        errors = [abs(p - r[5]) / r[5] for p, r in zip(predicted, mine, strict=True)]
+        assert max(errors) < 0.18 + 0.005  # the basis says "18 % with osrt or sampling"
+    without_metrics = [r for r in (*_runs(*DEFAULT), *runs) if r[0] != "gpu-metrics"]
+    assert round(max(r[4] for r in without_metrics), 2) == pause.OPEN_S
     metrics = [r for r in runs if r[0] == "gpu-metrics"]
-    assert round(max(r[2] for r in metrics), 2) == pause.OPEN_GPU_METRICS_S
-    # GPU metrics do not lengthen the close: the line never falls short by more than its own
-    # error (it over-predicts the small reports whose bytes are mostly the metrics' samples).
-    assert all(_line(mb) / close - 1 > -0.17 for _, mb, _, close in metrics)
-
-
-@pytest.mark.parametrize(
-    ("overrides", "options", "open_s", "extra_s"),
-    [
-        ((), (), pause.OPEN_S, 0.0),
-        (("capture.trace=[cuda,nvtx,osrt]",), ("osrt",), pause.OPEN_S, 3.1),
-        (("capture.sample=process-tree",), ("sampling",), pause.OPEN_S, 3.2),
-        (("capture.cpuctxsw=process-tree",), ("sampling",), pause.OPEN_S, 3.2),
-        (("capture.gpu_metrics=true",), ("gpu-metrics",), pause.OPEN_GPU_METRICS_S, 0.0),
-    ],
-)
-def test_plan_adds_what_the_trace_options_cost(
-    run_cli: RunCli,
-    overrides: tuple[str, ...],
-    options: tuple[str, ...],
-    open_s: float,
-    extra_s: float,
-) -> None:
-    data = _plan(run_cli, "workload=fsdp", *overrides)
-    expected = data["pause_at_window_edges"]
-    assert tuple(expected["options"]) == options
-    assert expected["open_s"] == open_s
-    assert expected["close_s"] == round(_line(data["bytes_per_report"] / 1e6) + extra_s, 1)
+    assert round(max(r[4] for r in metrics), 2) == pause.OPEN_GPU_METRICS_S
+    # GPU metrics add nothing to the close: the line at the default switches' report size is
+    # never short by more than its own error.
+    assert all(_line(default_mb[r[1], r[2]]) / r[5] - 1 > -0.17 for r in metrics)
 
 
 def _plan(run_cli: RunCli, *overrides: str) -> dict[str, Any]:
@@ -135,3 +132,56 @@ def test_nsg023_names_the_remedies_and_a_raised_timeout_silences_it(run_cli: Run
     script_args = "workload.fsdp.args=['--distributed-timeout-minutes=30']"
     quiet = _plan(run_cli, *long, script_args)["lints"]
     assert "NSG023" not in [f["id"] for f in quiet]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "opened", "closed", "open_s", "extra_s"),
+    [
+        ((), (), (), pause.OPEN_S, 0.0),
+        (("capture.trace=[cuda,nvtx,osrt]",), (), ("osrt",), pause.OPEN_S, 3.6),
+        (("capture.sample=process-tree",), (), ("sampling",), pause.OPEN_S, 3.4),
+        (("capture.cpuctxsw=system-wide",), (), ("sampling",), pause.OPEN_S, 3.4),
+        (
+            ("capture.trace=[cuda,nvtx,osrt]", "capture.sample=system-wide"),
+            (),
+            ("osrt", "sampling"),
+            pause.OPEN_S,
+            7.0,
+        ),
+        (("capture.gpu_metrics=true",), ("gpu-metrics",), (), pause.OPEN_GPU_METRICS_S, 0.0),
+        (
+            ("capture.extra_args=['--gpu-metrics-devices=0']",),
+            ("gpu-metrics",),
+            (),
+            pause.OPEN_GPU_METRICS_S,
+            0.0,
+        ),
+    ],
+)
+def test_plan_adds_what_the_trace_options_cost(
+    run_cli: RunCli,
+    overrides: tuple[str, ...],
+    opened: tuple[str, ...],
+    closed: tuple[str, ...],
+    open_s: float,
+    extra_s: float,
+) -> None:
+    data = _plan(run_cli, "workload=fsdp", *overrides)
+    expected = data["pause_at_window_edges"]
+    assert (tuple(expected["open_options"]), tuple(expected["close_options"])) == (opened, closed)
+    assert expected["open_s"] == open_s
+    assert expected["close_s"] == round(_line(data["bytes_per_report"] / 1e6) + extra_s, 1)
+    text = " ".join(run_cli("plan", "workload=fsdp", *overrides).out.split())
+    assert f"when the window opens{pause.with_options(opened)} and" in text
+    assert f"when it closes{pause.with_options(closed)}, on each" in text
+
+
+def test_nsg023_counts_the_trace_options(run_cli: RunCli) -> None:
+    # A window whose default-switch close sits just under half the timeout: osrt tips it over.
+    base = ("workload=fsdp", "capture.duration=2650")
+    plain = _plan(run_cli, *base)
+    assert 300 - 3.6 < plain["pause_at_window_edges"]["close_s"] <= 300
+    assert "NSG023" not in [f["id"] for f in plain["lints"]]
+    osrt = _plan(run_cli, *base, "capture.trace=[cuda,nvtx,osrt]")
+    found = [f for f in osrt["lints"] if f["id"] == "NSG023"]
+    assert len(found) == 1 and "s (with osrt) (~" in found[0]["message"]
