@@ -24,6 +24,10 @@ from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.profile.lints import Finding
 
 SWEEP_INDEX = "nsysgen-sweep.json"
+# What a sweep point's files and manifest record as their command. Points name the index, not
+# the sweep's command: adding a value to a sweep then changes the index and the new folders, and
+# leaves every other point's files as they were.
+POINT_COMMAND = f"# a point of a sweep: regenerate with the command in ../{SWEEP_INDEX}"
 
 
 @dataclass(frozen=True)
@@ -166,9 +170,6 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
     output_dir = Path(str(first.data["output_dir"]))
     root = output_dir / root_name
     command = regenerate_command(args, config_dirs, multirun=True)
-    # Points name the index, not the sweep's command: adding a value to a sweep then changes the
-    # index and the new folders, and leaves every other point's files as they were.
-    point_command = f"# a point of a sweep: regenerate with the command in ../{SWEEP_INDEX}"
     progress = _Progress(len(points))
     compiled: list[tuple[str, Compiled]] = []
     failures: list[tuple[str, InvalidConfig]] = []
@@ -180,7 +181,7 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
                     point.name,
                     compile_config(
                         composed,
-                        point_command,
+                        POINT_COMMAND,
                         config_dirs,
                         root=_root(root / point.name, config_dirs),
                     ),

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from nsysgen.build import SWEEP_INDEX, read_sweep_index
+from nsysgen.build import POINT_COMMAND, SWEEP_INDEX, read_sweep_index
 from nsysgen.config.compose import Composer
 from nsysgen.errors import NsysgenError
 from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
@@ -71,6 +72,42 @@ def _diff(expected: bytes, actual: bytes, name: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
+def regenerate_hint(command: str, output_dir: Path, root: Path | None = None) -> str:
+    """The command that rewrites a folder where it is. The recorded command leaves output_dir
+    out (the files must not depend on where they are written), so it is added back; `root` is
+    the directory the compile ran in, when relative --config-dir paths or training scripts
+    depend on it: the command then runs there."""
+    if root is None or root.resolve() == Path.cwd().resolve():
+        return f"{command} {shlex.quote(f'output_dir={output_dir}')}"
+    relative = os.path.relpath(output_dir.resolve(), root.resolve())
+    return (
+        f"cd {shlex.quote(str(root.resolve()))} && "
+        f"{command} {shlex.quote(f'output_dir={relative}')}"
+    )
+
+
+def _root_of(folder: Path, manifest: Manifest) -> Path | None:
+    return folder / manifest.root if manifest.root else None
+
+
+def folder_hint(folder: Path, manifest: Manifest) -> str:
+    """The regenerate command for one folder. A sweep point records only a pointer to its
+    sweep index (so adding a point leaves the others' bytes alone): the index's command is the
+    one that rewrites it, from the folder above the sweep."""
+    root = _root_of(folder, manifest)
+    if manifest.command != POINT_COMMAND:
+        return regenerate_hint(manifest.command, folder.parent, root)
+    try:
+        command = str(read_sweep_index(folder.parent / SWEEP_INDEX)["command"])
+    except NsysgenError:
+        return manifest.command  # no usable index: its pointer is all there is to say
+    return regenerate_hint(command, folder.parent.parent, root)
+
+
+def regenerate_verb(output_dir: Path) -> str:
+    return f"nsysgen regenerate {shlex.quote(f'output_dir={output_dir}')}"
+
+
 def recompile(folder: Path, composers: Composers) -> tuple[Manifest, Compiled] | Drift:
     """What the folder's manifest compiles to today, or why it cannot be compiled."""
     try:
@@ -87,7 +124,7 @@ def recompile(folder: Path, composers: Composers) -> tuple[Manifest, Compiled] |
                 composed, manifest.command, manifest.config_dirs, root=manifest.root
             )
     except NsysgenError as error:
-        return Drift(folder, "invalid", manifest.command, error.user_message())
+        return Drift(folder, "invalid", folder_hint(folder, manifest), error.user_message())
     return manifest, compiled
 
 
@@ -106,11 +143,12 @@ def check_folder(folder: Path, composers: Composers) -> tuple[int, list[Drift]]:
     if isinstance(recompiled, Drift):
         return 0, [recompiled]
     manifest, compiled = recompiled
-    findings = _compare_all(folder, compiled, manifest, manifest.command)
+    hint = folder_hint(folder, manifest)
+    findings = _compare_all(folder, compiled, manifest, hint)
     inputs = changed_inputs(manifest, compiled)
     if inputs and findings:
         # One line for the cause; the files it changed follow it.
-        cause = Drift(folder, "input changed", manifest.command, ", ".join(inputs))
+        cause = Drift(folder, "input changed", hint, ", ".join(inputs))
         findings = [cause, *findings]
     return len(compiled.files) + 1, findings
 
@@ -173,7 +211,7 @@ def _check_sweep_index(index_path: Path) -> list[Drift]:
     except NsysgenError as error:
         return [Drift(index_path, "invalid", "restore the index", error.user_message())]
     root = index_path.parent
-    command = index["command"]
+    command = regenerate_hint(index["command"], root.parent, _sweep_root(root, index))
     findings = []
     if index.get("complete") is False:
         findings.append(
@@ -202,6 +240,15 @@ def _check_sweep_index(index_path: Path) -> list[Drift]:
     return findings
 
 
+def _sweep_root(root: Path, index: dict[str, Any]) -> Path | None:
+    """Where the sweep was compiled: the index does not record it, its points do."""
+    for slug in sorted(index["points"]):
+        with contextlib.suppress(NsysgenError):
+            manifest = Manifest.read(root / slug / MANIFEST_NAME)
+            return _root_of(root / slug, manifest)
+    return None
+
+
 def check_output(output_dir: Path) -> CheckReport:
     if not output_dir.is_dir():
         raise NsysgenError(f"error: output_dir {output_dir} does not exist")
@@ -218,7 +265,12 @@ def check_output(output_dir: Path) -> CheckReport:
         state = shared_state(output_dir)
         if state != "current":
             report.findings.append(
-                Drift(output_dir / VERIFIER, state, "nsysgen regenerate", "shared by every folder")
+                Drift(
+                    output_dir / VERIFIER,
+                    state,
+                    regenerate_verb(output_dir),
+                    "shared by every folder",
+                )
             )
         report.files += 1
     return report
@@ -236,6 +288,6 @@ def render_report(report: CheckReport, output_dir: Path) -> str:
     because = f"; {stale} folder(s) because an input file changed" if causes else ""
     lines.append(
         f"nsysgen check: {count} problem{'s' if count != 1 else ''} in {output_dir}{because} "
-        "(nsysgen regenerate rewrites every stale folder; or undo the hand edits)"
+        f"({regenerate_verb(output_dir)} rewrites every stale folder; or undo the hand edits)"
     )
     return "\n".join(lines)

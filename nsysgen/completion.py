@@ -217,7 +217,12 @@ _nsysgen_bare() {
   esac
 }
 
+# compile (with or without its verb word), plan, show: overrides; output_dir='s value is a
+# folder, as after check and regenerate.
 _nsysgen_overrides() {
+  case $cur in
+    output_dir=*) kind=dirs; pre=output_dir=; return 0 ;;
+  esac
   kind=words
   cands="$choices @KEYS@"
   if [ -n "$top" ]; then cands="@VERBS@ $cands"; fi

@@ -87,6 +87,7 @@ class Workload:
     step_seconds: float  # assumptions for size estimates (workload.estimate)
     kernels_per_second: float
     env_defaults: EnvDefaults = ()
+    collective_timeout_s: int | None = None  # set in the program's code; None: not stated
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,7 @@ def workload_from(w: Block, settings: WorkloadSettings) -> Workload:
         step_seconds=float(w["estimate"]["step_seconds"]),
         kernels_per_second=float(w["estimate"]["kernels_per_second"]),
         env_defaults=env_defaults_from(w.get("env_defaults", {})),
+        collective_timeout_s=w.get("collective_timeout_s"),
     )
 
 

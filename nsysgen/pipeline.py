@@ -20,11 +20,11 @@ from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.output.manifest import Manifest, build_manifest
 from nsysgen.output.render import RenderedFile, render
 from nsysgen.profile.inputs import training_patch
-from nsysgen.profile.lints import Finding, run_lints
+from nsysgen.profile.lints import Finding, all_lints, run_lints
 from nsysgen.profile.plan import ProfilePlan, build_plan
 from nsysgen.profile.semantic import semantic_issues
 from nsysgen.profile.workloads import WORKLOADS
-from nsysgen.targets import TARGETS
+from nsysgen.targets import TARGETS, target_lints
 from nsysgen.targets.base import Target
 
 
@@ -61,6 +61,19 @@ def typed(data: dict[str, Any]) -> model.Config:
     )
 
 
+def unknown_lint_ids(config: model.Config) -> list[Issue]:
+    """A severity for an ID that no lint has: a typo would switch nothing off, silently. The
+    lints of every target are known, so one severity table serves configs of any target."""
+    known = [lint.id for lint in all_lints(target_lints())]
+    return [
+        Issue(
+            f"lints.severity.{lint_id}", f"unknown lint ID {lint_id} (allowed: {', '.join(known)})"
+        )
+        for lint_id in sorted(config.lints.severity)
+        if lint_id not in known
+    ]
+
+
 def build_config(
     composed: Composed, stop_on_lint_errors: bool = True
 ) -> tuple[model.Config, ProfilePlan, list[Finding]]:
@@ -73,7 +86,7 @@ def build_config(
         raise InvalidConfig(_with_origins(issues, composed), composed.choices, composed.sources)
     config = typed(composed.data)
     target = TARGETS[config.target.name]
-    issues = semantic_issues(config) + list(target.checks(config))
+    issues = semantic_issues(config) + list(target.checks(config)) + unknown_lint_ids(config)
     patch = training_patch(config) if not issues else None
     if isinstance(patch, Issue):
         issues.append(patch)

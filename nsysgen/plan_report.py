@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -160,11 +161,7 @@ def as_table(
         ("window", f"{plan.window}; ends at {end}; job time limit {plan.time_limit_s} s"),
         *([("nccl-tests run", run.text())] if (run := nccl_run.estimate(config)) else []),
         *plan.steps,
-        (
-            "reports",
-            f"{data['reports']} x ~{human_bytes(plan.size.bytes_per_report)} = "
-            f"~{human_bytes(data['total_bytes'])} in {config.capture.report_dir}",
-        ),
+        ("reports", f"{_reports(plan)} in {_folder(plan)}"),
         ("estimate basis", plan.size.basis),
         ("pause", pause.text(_pause(config, plan))),
         (
@@ -220,15 +217,14 @@ def sweep_table(
     header: tuple[str, ...] = ("point", "job", "recording", "window", "reports", "lints")
     lines = [header]
     for name, config, plan, findings in rows:
-        reports, total = plan.reports, plan.total_bytes
         lints = sorted({f"{f.lint}:{f.severity}" for f in findings}) or ["ok"]
         lines.append(
             (
                 name,
                 config.job.name,
-                f"{len(plan.recorded)} of {plan.world_size} ranks",
+                _recording(plan),
                 plan.window,
-                f"{reports} x ~{human_bytes(plan.size.bytes_per_report)} = ~{human_bytes(total)}",
+                _reports(plan),
                 " ".join(lints),
             )
         )
@@ -244,6 +240,27 @@ def sweep_table(
         "  ".join(cell.ljust(size) for cell, size in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def _reports(plan: ProfilePlan) -> str:
+    """'2 x ~18 MB = ~36 MB', with the GPU metrics' share where collectors add it."""
+    each = plan.size.bytes_per_report
+    metrics = plan.total_bytes - each * plan.reports
+    extra = f" + ~{human_bytes(metrics)} of GPU metrics" if metrics > 0 else ""
+    return f"{plan.reports} x ~{human_bytes(each)}{extra} = ~{human_bytes(plan.total_bytes)}"
+
+
+def _folder(plan: ProfilePlan) -> str:
+    """Where the reports land: the folder of nsys's -o (an operator's bucket on EKS)."""
+    return posixpath.dirname(_switch_value(plan.profile_args, "--output"))
+
+
+def _recording(plan: ProfilePlan) -> str:
+    """'1 of 16 ranks', or for one task a node that drives several GPUs '1 of 2 nodes (16
+    ranks)': its report holds every rank of the node."""
+    if plan.tasks_per_node == 1 and plan.world_size > plan.nodes:
+        return f"{len(plan.recorded)} of {plan.nodes} nodes ({plan.world_size} ranks)"
+    return f"{len(plan.recorded)} of {plan.world_size} ranks"
 
 
 def _pause(config: Config, plan: ProfilePlan) -> pause.Pause:

@@ -42,7 +42,7 @@ from nsysgen.analyze.nccl import (
     find_nsys,
     report_sources,
 )
-from nsysgen.analyze.report import Reduced, read_export
+from nsysgen.analyze.report import Reduced, read_export, refuse_incomplete
 from nsysgen.analyze.steps import Collective, RankTables, StepRow
 
 _CHUNK = 1 << 20
@@ -200,6 +200,9 @@ def plan_tasks(path: Path, nsys: str | None, only: str | None = None) -> list[Ta
         tasks.append(Task(report, target, tool))
     if not tasks:
         raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
+    # Exports read as they are, checked here, before a cluster starts or anything is written:
+    # one found damaged later, on a worker, would stop the run halfway, other reports done.
+    refuse_incomplete([task.export for task in tasks if task.nsys is None])
     return tasks
 
 
@@ -237,9 +240,15 @@ def _reduce(task: Task, export: Path, key: dict[str, Any] | None) -> Reduced:
     return reduced
 
 
-def run_task(task: Task) -> Reduced:
-    """Export (if due) and reduce one report, and cache the result: what a worker runs."""
-    return _reduce(task, *_export(task))
+def run_task(task: Task) -> Reduced | AnalyzeError:
+    """Export (if due) and reduce one report, and cache the result: what a worker runs. A
+    user's error (nsys cannot export the report, its export is damaged) is returned, for the
+    caller to raise: raised on a worker, Dask would log it there as a failed task, traceback
+    and all, onto the terminal of a local cluster's user."""
+    try:
+        return _reduce(task, *_export(task))
+    except AnalyzeError as exc:
+        return exc
 
 
 def in_turn(tasks: list[Task]) -> Iterator[Reduced]:
@@ -361,8 +370,11 @@ def gather_reports(client: Any, tasks: list[Task], progress: Progress) -> list[R
     index = {future.key: i for i, future in enumerate(futures)}
     results: list[Reduced | None] = [None] * len(tasks)
     for future in as_completed(futures):
-        results[index[future.key]] = future.result()
+        result = future.result()
         future.release()
+        if isinstance(result, AnalyzeError):
+            raise result  # the client's exit cancels the tasks still due
+        results[index[future.key]] = result
         progress.step()
     done = [r for r in results if r is not None]
     assert len(done) == len(tasks)

@@ -136,7 +136,9 @@ class Composer:
         sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
-        structural = [self._group_choice(o) for o in parsed if not self._is_value(o)]
+        structural = [
+            _added_env_integer(o) or self._group_choice(o) for o in parsed if not self._is_value(o)
+        ]
         assignments = [(o.key_or_group, o.value()) for o in parsed if self._is_value(o)]
         assignments += list((values or {}).items())
         assignments = _env_integers_as_text(assignments)
@@ -378,6 +380,23 @@ def _env_integers_as_text(assignments: list[tuple[str, Any]]) -> list[tuple[str,
         else (key, value)
         for key, value in assignments
     ]
+
+
+def _added_env_integer(override: Override) -> str | None:
+    """`+cluster.env.OMP_NUM_THREADS=4` as the override `+cluster.env.OMP_NUM_THREADS='4'`:
+    the same text as without the `+`. An added key is no plain assignment (Hydra itself must
+    refuse it where the key exists already), so it reaches Hydra as override text rather than
+    through _env_integers_as_text; quoting the digits keeps that check and sets text."""
+    value = override.value()
+    if (
+        override.type == OverrideType.ADD
+        and override.package is None
+        and _ENV_VALUE.match(override.key_or_group)
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+    ):
+        return f"+{override.key_or_group}='{value}'"
+    return None
 
 
 def _keys(cfg: DictConfig) -> list[str]:

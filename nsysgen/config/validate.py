@@ -178,7 +178,10 @@ def _issues_of_one(error: ValidationError, block: str) -> Iterator[Issue]:
     elif kind == "type":
         types = error.validator_value
         names = allowed or (" or ".join(types) if isinstance(types, list) else str(types))
-        yield Issue(dotted(path), f"{_show(error.instance)} has the wrong type (allowed: {names})")
+        hint = _text_hint(error.instance, types, dotted([block, *path] if block else path))
+        yield Issue(
+            dotted(path), f"{_show(error.instance)} has the wrong type (allowed: {names}{hint})"
+        )
     else:
         allowed = allowed or _BOUND_ALLOWED.get(str(kind), "{}").format(error.validator_value)
         detail = f" (allowed: {allowed})" if allowed else ""
@@ -217,6 +220,16 @@ def _fallback_allowed(error: ValidationError) -> str:
     if error.validator == "pattern":
         return f"text matching {error.validator_value}"
     return "see the schema in schemas/"
+
+
+def _text_hint(value: Any, types: Any, path: str) -> str:
+    """Where text is expected, a number or boolean is the YAML or Hydra reading of unquoted
+    words (`true`, `1.5`): how to quote them, in a file and on a command line (where the shell
+    takes one level of quotes)."""
+    if types != "string" or not isinstance(value, (bool, int, float)):
+        return ""
+    text = _show(value)
+    return f'; quote text: "{text}" in a file, \'{path}="{text}"\' on the command line'
 
 
 def _show(value: Any) -> str:

@@ -56,24 +56,33 @@ def captured_seconds(config: Config) -> tuple[float, str]:
     return _OPEN_ENDED_SECONDS, f"{_OPEN_ENDED_SECONDS:.0f} s assumed for one NVTX range"
 
 
+def gpus_per_report(config: Config) -> int:
+    """The GPUs (and training processes) one report records: one torchrun per node is one
+    nsys process tree holding every rank of the node."""
+    return config.cluster.gpus_per_node if config.workload.launch == "per_node" else 1
+
+
 def estimate_report_size(config: Config) -> SizeEstimate:
     model = calibration()
     seconds, how_long = captured_seconds(config)
+    gpus = gpus_per_report(config)
+    of_gpus = f" x {gpus} GPUs of a node in one report" if gpus > 1 else ""
     error = f"largest error on the calibration reports: {model['max_abs_error_percent']:.0f} %"
-    if "cuda" in config.capture.trace:
-        kernels = seconds * config.workload.kernels_per_second
+    if any(trace.startswith("cuda") for trace in config.capture.trace):
+        kernels = seconds * config.workload.kernels_per_second * gpus
         size = model["base_cuda_bytes"] + model["bytes_per_kernel"] * kernels
         basis = (
             f"{how_long}; {kernels:,.0f} kernels at workload.estimate.kernels_per_second="
-            f"{config.workload.kernels_per_second:g}; {model['base_cuda_bytes']:,.0f} B + "
-            f"{model['bytes_per_kernel']:g} B per kernel (fit to "
-            f"{model['reports']:.0f} real reports, {error})"
+            f"{config.workload.kernels_per_second:g} (one GPU){of_gpus}; "
+            f"{model['base_cuda_bytes']:,.0f} B + {model['bytes_per_kernel']:g} B per kernel "
+            f"(fit to {model['reports']:.0f} real reports, {error})"
         )
     else:
-        size = model["base_cpu_bytes"] + model["bytes_per_cpu_second"] * seconds
+        size = model["base_cpu_bytes"] + model["bytes_per_cpu_second"] * seconds * gpus
         basis = (
-            f"{how_long}; {model['base_cpu_bytes']:,.0f} B + "
-            f"{model['bytes_per_cpu_second']:,.0f} B per second of CPU tracing ({error})"
+            f"{how_long}{of_gpus}; {model['base_cpu_bytes']:,.0f} B + "
+            f"{model['bytes_per_cpu_second']:,.0f} B per second of a process's CPU tracing "
+            f"({error})"
         )
     if config.capture.gpu_metrics:
         basis += f"; +{model['gpu_metrics_bytes']:,.0f} B for a report with GPU metrics"

@@ -312,7 +312,12 @@ def _hardware_trace_time_boxed(config: Config, plan: ProfilePlan) -> Iterator[tu
 
 def _close_pause_near_timeout(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     expected = pause.estimate(config, plan.size.bytes_per_report, plan.target_window)
-    if expected.close_s is not None and expected.close_s > NEAR_FRACTION * expected.timeout_s:
+    timeout = expected.timeout_s
+    if (
+        expected.close_s is not None
+        and timeout is not None
+        and expected.close_s > (NEAR_FRACTION * timeout)
+    ):
         yield (
             "capture",
             "the window's close is expected to hold each recorded rank "
@@ -464,7 +469,8 @@ CORE_LINTS: tuple[Lint, ...] = (
         "the pause at the window's close comes near the job's collective timeout",
         "shorten the window (capture.duration, or fewer steps), record fewer ranks "
         "(capture.ranks), trace less (capture.trace, capture.sample), or raise the timeout "
-        "(--distributed-timeout-minutes, init_process_group(timeout=...))",
+        "(--distributed-timeout-minutes; a timeout set in code, init_process_group(timeout=...), "
+        "goes in workload.collective_timeout_s)",
         "warning",
         _close_pause_near_timeout,
     ),

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from nsysgen.model import Config
+from nsysgen.profile.estimate import gpus_per_report
 
 OPEN_S = 0.28  # the largest open pause measured without GPU metrics (median 0.20 s)
 OPEN_GPU_METRICS_S = 0.87  # the largest with --gpu-metrics-devices (0.71..0.87 s)
@@ -43,17 +44,18 @@ BASIS = (
 )
 TORCH_DEFAULT_TIMEOUT_S = 600  # torch.distributed's default for NCCL process groups
 NEAR_FRACTION = 0.5  # a close pause above half the timeout leaves too little margin
-_TIMEOUT_ARG = re.compile(r"^--distributed-timeout-minutes(?:=(\d+))?$")
+_TIMEOUT_ARG = re.compile(r"^--distributed-timeout-minutes(?:=(.*))?$")
 
 
 @dataclass(frozen=True)
 class Pause:
     open_s: float | None  # None: the capture starts with the program (no pause in the run)
     close_s: float | None  # None: it ends with the program
-    timeout_s: int
+    timeout_s: int | None  # None: the job has no collective timeout (nccl-tests)
     timeout_source: str
     open_options: tuple[str, ...] = ()  # the options that lengthen the open
     close_options: tuple[str, ...] = ()  # ... and the close (CLOSE_EXTRA_S)
+    gpus_per_report: int = 1  # a report of a whole node holds several processes' records
 
 
 def _close_options(config: Config) -> tuple[str, ...]:
@@ -85,16 +87,34 @@ def _closes_in_run(config: Config) -> bool:
     return capture.mode != "window" or bool(capture.duration)
 
 
-def collective_timeout(config: Config) -> tuple[int, str]:
-    """(seconds, where it comes from): the workload's --distributed-timeout-minutes, else
-    torch's default."""
-    args = list(getattr(config.workload.settings, "args", ()))
+def timeout_argument(config: Config) -> tuple[str, str] | None:
+    """(config path, value) of the last --distributed-timeout-minutes in the program's arguments
+    (argparse keeps the last), or None."""
+    settings = config.workload.settings
+    field = "argv" if hasattr(settings, "argv") else "args"
+    args = list(getattr(settings, field, ()))
+    found = None
     for index, arg in enumerate(args):
         match = _TIMEOUT_ARG.match(arg)
         if match:
-            value = match.group(1) or (args[index + 1] if index + 1 < len(args) else "")
-            if value.isdigit():
-                return int(value) * 60, f"--distributed-timeout-minutes {value}"
+            value = match.group(1)
+            if value is None:
+                value = args[index + 1] if index + 1 < len(args) else ""
+            found = (f"workload.{config.workload.kind}.{field}", value)
+    return found
+
+
+def collective_timeout(config: Config) -> tuple[int | None, str]:
+    """(seconds, where it comes from): workload.collective_timeout_s, else the program's
+    --distributed-timeout-minutes, else torch's default; None for nccl-tests, which wait."""
+    stated = config.workload.collective_timeout_s
+    if stated is not None:
+        return stated, "workload.collective_timeout_s"
+    argument = timeout_argument(config)
+    if argument is not None and argument[1].isdigit():  # otherwise a semantic error
+        return int(argument[1]) * 60, f"--distributed-timeout-minutes {argument[1]}"
+    if config.workload.kind == "nccl":
+        return None, "nccl-tests have none: the other ranks only wait"
     return TORCH_DEFAULT_TIMEOUT_S, "torch's default for NCCL process groups"
 
 
@@ -117,6 +137,7 @@ def estimate(config: Config, bytes_per_report: float, target_window: bool = Fals
         source,
         open_options if opens else (),
         close_options if closes else (),
+        gpus_per_report(config),
     )
 
 
@@ -134,8 +155,16 @@ def text(pause: Pause) -> str:
         edges.append(f"~{pause.close_s:g} s when it closes{with_options(pause.close_options)}")
     if not edges:
         return "none inside the run (the capture starts and ends with the program)"
+    timeout = f"{pause.timeout_s} s " if pause.timeout_s is not None else ""
+    # One process was measured; whether a node's processes flush their windows in parallel is
+    # not known, so a whole-node report is counted as one flush of all its bytes (the longer).
+    node = (
+        f"; a report of {pause.gpus_per_report} GPUs' processes counted as one flush (measured "
+        "with one process)"
+        if pause.gpus_per_report > 1 and pause.close_s is not None
+        else ""
+    )
     return (
         f"{' and '.join(edges)}, on each recorded rank (the others wait at the next "
-        f"collective); collective timeout {pause.timeout_s} s ({pause.timeout_source}); "
-        f"{BASIS}"
+        f"collective); collective timeout {timeout}({pause.timeout_source}); {BASIS}{node}"
     )

@@ -277,17 +277,25 @@ class ProfilePlan:
     # window): the pause at its edges, and no CUDA hardware trace on Blackwell.
     time_boxed: bool = False
     target_window: bool = False  # the target itself opens and closes it (Coordinator Mode)
+    # Switches the target's injector sets itself (the Nsight Operator 26's --output, its
+    # coordinator's window): planned and judged, but not in the command nsysgen hands over.
+    owned_switches: tuple[str, ...] = ()
 
     @property
     def reports(self) -> int:
         return len(self.recorded)
 
+    def handed_over(self, args: tuple[str, ...]) -> tuple[str, ...]:
+        """`args` less the switches the target's injector owns."""
+        return tuple(a for a in args if a.split("=")[0] not in self.owned_switches)
+
     @property
     def nsys_command(self) -> tuple[str, ...]:
-        """The nsys command line of the first recorded task (with its collectors, if any)."""
+        """The nsys command line of the first recorded task (with its collectors, if any), as
+        the task runs it."""
         first = self.recorded[0] if len(self.recorded) else None
         extra = self.collector_args if first and first.collectors else ()
-        return ("nsys", "profile", *self.profile_args, *extra, "<program>")
+        return ("nsys", "profile", *self.handed_over((*self.profile_args, *extra)), "<program>")
 
 
 def expand_name(template: str, env: dict[str, str], host: str, pid: str) -> str:
@@ -364,6 +372,9 @@ class Scheduler(Protocol):
         """Whether the target itself starts and stops the capture while the program runs (the
         Nsight Operator's Coordinator Mode), whatever capture.* says."""
 
+    def owned_switches(self, config: Config) -> tuple[str, ...]:
+        """nsys switches the target's injector sets itself, left out of what it is handed."""
+
 
 def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     """The plan of a config on its target; computed once per compile and handed to the target."""
@@ -413,4 +424,5 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         steps=step_detection(config),
         time_boxed=boxed,
         target_window=target_window,
+        owned_switches=target.owned_switches(config),
     )

@@ -8,6 +8,7 @@ from nsysgen.errors import Issue
 from nsysgen.model import Config, settings_as
 from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 from nsysgen.profile.nccl_run import size_bytes
+from nsysgen.profile.pause import timeout_argument
 from nsysgen.profile.workloads import NcclSettings, step_method, workload_kind
 
 Check = Callable[[Config], Iterator[Issue]]
@@ -261,6 +262,19 @@ def _nccl_sizes(config: Config) -> Iterator[Issue]:
         )
 
 
+def _timeout_readable(config: Config) -> Iterator[Issue]:
+    argument = timeout_argument(config)
+    if config.workload.collective_timeout_s is None and argument and not argument[1].isdigit():
+        path, value = argument
+        yield Issue(
+            path,
+            f"--distributed-timeout-minutes {value!r} is not a whole number of minutes, as "
+            "Megatron reads it and nsysgen weighs the pause at the window's close against it "
+            "(allowed: e.g. --distributed-timeout-minutes=30, or state the timeout in "
+            "workload.collective_timeout_s)",
+        )
+
+
 CHECKS: tuple[Check, ...] = (
     _ranks_in_world,
     _collectors_supported,
@@ -273,6 +287,7 @@ CHECKS: tuple[Check, ...] = (
     _extra_args_not_owned,
     _nccl_sizes,
     _switch_values_known,
+    _timeout_readable,
 )
 
 

@@ -463,6 +463,9 @@ class Slurm:
     def opens_window(self, config: Config) -> bool:
         return False  # nsys opens and closes it, as capture.* says
 
+    def owned_switches(self, config: Config) -> tuple[str, ...]:
+        return ()  # srun runs the nsys command nsysgen writes, whole
+
     def checks(self, config: Config) -> Iterator[Issue]:
         return iter(())
 

@@ -270,6 +270,20 @@ def test_check_and_regenerate_complete_the_output_dir(term: Terminal) -> None:
     )
 
 
+def test_overrides_complete_the_output_dir_as_a_folder(term: Terminal) -> None:
+    """Compile without its verb word, and the verbs that take overrides: output_dir='s value is
+    a folder, as after check."""
+    folders = {f"output_dir={d}" for d in _entries(term.cwd, dirs_only=True)}
+    assert term.tab("nsysgen output_dir=").offered == folders
+    assert term.tab("nsysgen compile output_dir=").offered == folders
+    assert term.tab("nsysgen plan cluster=p5 output_dir=").offered == folders
+    assert term.tab("nsysgen --config-dir my-conf output_dir=").offered == folders
+    assert term.tab("nsysgen experiment=nemo-p5 output_dir=ge").line == (
+        "nsysgen experiment=nemo-p5 output_dir=generated/"
+    )
+    assert "output_dir=" in term.tab("nsysgen out").offered  # the key itself, before its value
+
+
 def test_the_bash_script_is_shellcheck_clean_and_deterministic(scripts: dict[str, Path]) -> None:
     if shutil.which("shellcheck") is None:
         pytest.fail("shellcheck missing: run tests/infra/install-system-deps.sh")

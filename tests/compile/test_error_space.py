@@ -60,6 +60,17 @@ CASES: dict[str, Case] = {
     "delete-required": Case(("~output_dir",), ("output_dir: missing (required",)),
     "lone-equals": Case(("=",), ("an override needs a key before '='",)),
     "env-boolean": Case(("cluster.env.NCCL_DEBUG_X=true",), ("cluster.env.NCCL_DEBUG_X",)),
+    "env-float-added": Case(
+        ("+cluster.env.OMP_NUM_THREADS=1.5",),
+        (
+            "cluster.env.OMP_NUM_THREADS: 1.5 has the wrong type",
+            "'cluster.env.OMP_NUM_THREADS=\"1.5\"'",
+        ),
+    ),
+    "lint-id": Case(
+        ("+lints.severity.NSG999=off",),
+        ("lints.severity.NSG999: unknown lint ID NSG999", "allowed: NSG001, NSG002"),
+    ),
     "control-character": Case(("job.name=a\tb",), ("control characters",)),
     # --- each kind of --config-dir file
     "yaml-syntax": Case(
@@ -151,7 +162,7 @@ def test_fixed_false_alarms_compile(
     run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The seed's own recipe kernels are names, not secrets; an integer in cluster.env is the
-    environment's text."""
+    environment's text, added with `+` or set."""
     monkeypatch.chdir(tmp_path)
     kernels = (
         "[ncclDevKernel_ReduceScatter_Sum_f32_RING_LL,ncclDevKernel_AllReduce_Sum_bf16_RING_LL]"
@@ -161,7 +172,9 @@ def test_fixed_false_alarms_compile(
         f"capture.pace_kernels={kernels}",
         "capture.recipes=[cuda_gpu_kern_pace]",
         "cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4",
+        "+cluster.env.OMP_NUM_THREADS=4",
     )
     assert result.code == 0, result.err
     sbatch = (tmp_path / "generated" / "fsdp-p5-slurm" / "job.sbatch").read_text()
     assert "NCCL_NCHANNELS_PER_NET_PEER=4" in sbatch
+    assert "OMP_NUM_THREADS=4" in sbatch

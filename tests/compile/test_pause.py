@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,7 +125,7 @@ def test_the_timeout_comes_from_the_workload_or_torchs_default(run_cli: RunCli) 
 
 
 def test_nsg023_names_the_remedies_and_a_raised_timeout_silences_it(run_cli: RunCli) -> None:
-    long = ("workload=fsdp", "capture.duration=3000")
+    long = ("workload=fsdp", "capture.duration=600")
     found = [f for f in _plan(run_cli, *long)["lints"] if f["id"] == "NSG023"]
     assert len(found) == 1 and "600 s" in found[0]["message"]
     for remedy in ("shorten the window", "record fewer ranks", "trace less", "raise the timeout"):
@@ -178,10 +179,66 @@ def test_plan_adds_what_the_trace_options_cost(
 
 def test_nsg023_counts_the_trace_options(run_cli: RunCli) -> None:
     # A window whose default-switch close sits just under half the timeout: osrt tips it over.
-    base = ("workload=fsdp", "capture.duration=2650")
+    base = ("workload=fsdp", "capture.duration=331")
     plain = _plan(run_cli, *base)
     assert 300 - 3.6 < plain["pause_at_window_edges"]["close_s"] <= 300
     assert "NSG023" not in [f["id"] for f in plain["lints"]]
     osrt = _plan(run_cli, *base, "capture.trace=[cuda,nvtx,osrt]")
     found = [f for f in osrt["lints"] if f["id"] == "NSG023"]
     assert len(found) == 1 and "s (with osrt) (~" in found[0]["message"]
+
+
+MEGATRON_LONG = ("workload=megatron", "capture.duration=300", "job.time_limit_min=600")
+
+
+def _timeout(run_cli: RunCli, *overrides: str) -> tuple[int | None, str]:
+    expected = _plan(run_cli, *overrides)["pause_at_window_edges"]
+    return expected["timeout_s"], expected["timeout_source"]
+
+
+def test_the_last_timeout_argument_wins_as_in_argparse(run_cli: RunCli) -> None:
+    args = (
+        "workload.megatron.args=['--distributed-timeout-minutes=30',"
+        "'--distributed-timeout-minutes=1']"
+    )
+    assert _timeout(run_cli, *MEGATRON_LONG, args) == (60, "--distributed-timeout-minutes 1")
+    lints = _plan(run_cli, *MEGATRON_LONG, args)["lints"]
+    assert "NSG023" in [f["id"] for f in lints]  # a 36 s close against 60 s
+
+
+def test_a_commands_own_arguments_are_read(run_cli: RunCli) -> None:
+    argv = (
+        "workload.command.argv=[torchrun,'--nproc_per_node=8',/fsx/pretrain_gpt.py,"
+        "--distributed-timeout-minutes,'5']"
+    )
+    assert _timeout(run_cli, "workload=command", argv) == (300, "--distributed-timeout-minutes 5")
+
+
+def test_a_timeout_set_in_code_is_stated_in_the_config(run_cli: RunCli) -> None:
+    stated = "workload.collective_timeout_s=3600"
+    assert _timeout(run_cli, "workload=fsdp", stated) == (3600, "workload.collective_timeout_s")
+    long = ("workload=fsdp", "capture.duration=600")
+    assert "NSG023" in [f["id"] for f in _plan(run_cli, *long)["lints"]]
+    assert "NSG023" not in [f["id"] for f in _plan(run_cli, *long, stated)["lints"]]
+
+
+def test_nccl_tests_have_no_collective_timeout(run_cli: RunCli) -> None:
+    timeout, source = _timeout(run_cli, "workload=nccl", "capture.delay=5", "capture.duration=900")
+    assert timeout is None and "nccl-tests have none" in source
+    lints = _plan(run_cli, "workload=nccl", "capture.delay=5", "capture.duration=900")["lints"]
+    assert "NSG023" not in [f["id"] for f in lints]
+
+
+@pytest.mark.parametrize(
+    "value", ["'--distributed-timeout-minutes=1.5'", "--distributed-timeout-minutes,abc"]
+)
+def test_a_timeout_that_is_not_whole_minutes_is_refused(
+    run_cli: RunCli, tmp_path: Path, value: str
+) -> None:
+    result = run_cli(
+        "workload=megatron", f"workload.megatron.args=[{value}]", f"output_dir={tmp_path}"
+    )
+    assert result.code == 2
+    assert "workload.megatron.args: --distributed-timeout-minutes" in result.err
+    assert "workload.collective_timeout_s" in result.err
+    assert list(tmp_path.iterdir()) == []

@@ -77,6 +77,9 @@ class K8sJob:
     def opens_window(self, config: Config) -> bool:
         return False
 
+    def owned_switches(self, config: Config) -> tuple[str, ...]:
+        return ()
+
     def checks(self, config: Config) -> Iterator[Issue]:
         if settings_as(config.target.settings, JobSettings).namespace == "kube-system":
             yield Issue("target.namespace", "not in kube-system (allowed: another namespace)")

@@ -152,7 +152,8 @@ def test_rerun_with_fewer_points_removes_stale_points_and_check_follows(
     (root / "delay-6" / "nsysgen-manifest.json").unlink()
     check = run_cli("check", f"output_dir={tmp_path}")
     assert check.code == 1
-    assert f"{root / 'delay-6'}: missing (regenerate: nsysgen -m capture.delay=5,6)" in check.out
+    hint = shlex.join(["nsysgen", "-m", "capture.delay=5,6", f"output_dir={tmp_path}"])
+    assert f"{root / 'delay-6'}: missing (regenerate: {hint})" in check.out
 
 
 @pytest.mark.slow

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,7 +183,9 @@ def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: 
     (folder / "recipes.sh").unlink()
     result = run_cli("check", f"output_dir={out}")
     assert result.code == 1
-    regenerate = f"(regenerate: nsysgen --config-dir {tmp_path / 'conf'} experiment=mine)"
+    regenerate = f"(regenerate: nsysgen --config-dir {tmp_path / 'conf'} experiment=mine " + (
+        f"output_dir={out})"
+    )
     lines = result.out.splitlines()
     assert f"{folder / 'README.md'}: edited by hand {regenerate}" in lines
     assert f"{folder / 'job.sbatch'}: changed {regenerate}" in lines
@@ -194,6 +199,49 @@ def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: 
     # Regenerating makes it current again; the hand-edited README is replaced.
     assert run_cli(*args, f"output_dir={out}").code == 0
     assert run_cli("check", f"output_dir={out}").code == 0
+
+
+def run_hint(line: str, cwd: Path, bin_dir: Path) -> subprocess.CompletedProcess[str]:
+    """Run the command a `check` line prints, as a user pastes it into a shell."""
+    hint = line.rsplit("(regenerate: ", 1)[1].removesuffix(")")
+    bin_dir.mkdir(exist_ok=True)
+    shim = bin_dir / "nsysgen"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m nsysgen "$@"\n')
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        ["bash", "-c", hint], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_check_prints_a_command_that_rewrites_the_folder_where_it_is(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest's command leaves output_dir out; the printed one adds it back (and, for a
+    compile that read paths relative to its working directory, runs there), so pasting it
+    makes the folder current, not a copy in generated/."""
+    project = tmp_path / "project"
+    user_experiment(project, "window")
+    monkeypatch.chdir(project)
+    assert run_cli("experiment=nemo-p5", "output_dir=d1").code == 0
+    assert run_cli("--config-dir", "conf", "experiment=mine", "output_dir=d2").code == 0
+    (project / "d1" / "nemo-p5" / "recipes.sh").unlink()
+    (project / "d2" / "mine" / "README.md").unlink()
+    first = run_cli("check", "output_dir=d1").out.splitlines()[0]
+    assert first.endswith("(regenerate: nsysgen experiment=nemo-p5 output_dir=d1)")
+    assert run_hint(first, project, tmp_path / "bin").returncode == 0
+    assert run_cli("check", "output_dir=d1").code == 0
+    assert not (project / "generated").exists()
+
+    # From another directory: relative --config-dir needs the compile's directory.
+    monkeypatch.chdir(tmp_path)
+    second = run_cli("check", "output_dir=project/d2").out.splitlines()[0]
+    assert second.endswith(
+        f"(regenerate: cd {project.resolve()} && "
+        "nsysgen --config-dir conf experiment=mine output_dir=d2)"
+    )
+    assert run_hint(second, tmp_path, tmp_path / "bin").returncode == 0
+    assert run_cli("check", "output_dir=project/d2").code == 0
 
 
 def test_check_of_a_missing_output_dir_is_an_input_error(tmp_path: Path, run_cli: RunCli) -> None:

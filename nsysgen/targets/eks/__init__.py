@@ -28,7 +28,7 @@ from nsysgen.targets.eks.checks import (
     checks,
     job_kind,
 )
-from nsysgen.targets.eks.helm import helm_values, profile_config, tool_args
+from nsysgen.targets.eks.helm import helm_values, owned_switches, profile_config, tool_args
 from nsysgen.targets.eks.injection import (
     injection_pattern,
     process_lines,
@@ -248,6 +248,9 @@ class Eks:
 
     def opens_window(self, config: Config) -> bool:
         return coordinator_mode(config)  # the Nsight Operator's coordinator opens it
+
+    def owned_switches(self, config: Config) -> tuple[str, ...]:
+        return owned_switches(config)
 
     def checks(self, config: Config) -> Iterator[Issue]:
         return checks(config)

@@ -23,11 +23,17 @@ _OPERATOR_OWNED = ("--output", "--force-overwrite")  # 26.x names and uploads re
 _WINDOW_SWITCHES = ("--delay", "--duration", "--kill")  # the coordinator's, in Coordinator Mode
 
 
+def owned_switches(config: Config) -> tuple[str, ...]:
+    """The switches the injector sets itself: the Nsight Operator 26's, and its coordinator's
+    window in Coordinator Mode."""
+    if eks_settings(config).injector != "operator-26":
+        return ()
+    return _OPERATOR_OWNED + (_WINDOW_SWITCHES if coordinator_mode(config) else ())
+
+
 def tool_args(config: Config, plan: ProfilePlan) -> str:
     """nsightToolArgs: nsys flags only (no `profile`, no -o), one string."""
-    drop = _OPERATOR_OWNED + (_WINDOW_SWITCHES if coordinator_mode(config) else ())
-    args = [a for a in (*plan.profile_args, *plan.collector_args) if a.split("=")[0] not in drop]
-    return " ".join(args)
+    return " ".join(plan.handed_over((*plan.profile_args, *plan.collector_args)))
 
 
 def helm_values(config: Config, plan: ProfilePlan) -> dict[str, Any]:

@@ -37,6 +37,10 @@ EXIT_INCOMPLETE = 1
 EXIT_BAD_INPUT = 2
 EXPECT_FILE = "nsysgen-expect.json"
 EXPECT_FORMAT = 3
+MANIFEST_FILE = "nsysgen-manifest.json"
+# What FOLDER must be, in the messages that refuse one.
+SETUP_FOLDER = f"a compiled setup folder (one holding {EXPECT_FILE}, e.g. generated/fsdp-p4de)"
+SETUPS_SHOWN = 8  # setup folders a refusal names, of a tree's
 # Slurm: each run (job) writes its reports into a folder of its own, job<ID>/ in the report
 # folder, so that runs never mix. Records of the run, in its folder: .nsysgen/nodes (written
 # by job.sbatch) and .nsysgen/task<N>/ (nsys's TMPDIR, where a report being written when nsys
@@ -95,19 +99,40 @@ class Result:
 # Expectations
 
 
-def load_expect(path: Path) -> dict[str, Any]:
+def load_expect(folder: Path | None) -> dict[str, Any]:
+    """The expectations of the setup in `folder`, FOLDER on the command line. It has no default:
+    the one copy of this script sits above the setup folders (the top of the generated tree),
+    and `nsysgen verify` runs it from inside the installed package; neither is a setup."""
+    if folder is None:
+        here = Path(__file__).resolve().parent  # the standalone copy: its tree's setups
+        raise BadInput(f"no FOLDER given: pass {SETUP_FOLDER}{_what_is_in(here)}")
+    path = folder / EXPECT_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise BadInput(
-            f"{path} not found: verify needs a folder compiled by nsysgen (with {EXPECT_FILE}); "
-            "regenerate the folder with this nsysgen"
+            f"{path} not found: {folder} is not {SETUP_FOLDER}{_what_is_in(folder)}"
         ) from None
     except (OSError, ValueError) as error:
         raise BadInput(f"{path}: not readable as JSON ({error})") from None
     if not isinstance(data, dict) or data.get("format") != EXPECT_FORMAT:
         raise BadInput(f"{path}: not an nsysgen expectations file of format {EXPECT_FORMAT}")
     return data
+
+
+def _what_is_in(folder: Path) -> str:
+    """What `folder`, which is not a setup, holds that helps: the setup folders right below
+    it (the top of a generated tree), or a manifest: a folder an older nsysgen compiled."""
+    if (folder / MANIFEST_FILE).is_file():
+        return f"; an nsysgen folder ({MANIFEST_FILE}) without expectations: regenerate it"
+    try:
+        setups = sorted(p.parent.name for p in folder.glob(f"*/{EXPECT_FILE}"))
+    except OSError:
+        return ""
+    if not setups:
+        return ""
+    more = f", ... ({len(setups)} in all)" if len(setups) > SETUPS_SHOWN else ""
+    return f"; the setup folders in {folder}: {', '.join(setups[:SETUPS_SHOWN])}{more}"
 
 
 def expand_parts(parts: Sequence[str | int], coordinates: Sequence[int]) -> str:
@@ -384,17 +409,24 @@ def export_sqlite(tools: Tools, report: Path) -> tuple[Path | None, str | None]:
         return target, None
     if not tools.nsys:
         return None, "no nsys to read it (set NSYS or pass --nsys)"
+    # Into a hidden name, renamed into place once whole: a failed export leaves part of one
+    # (nsys 2023.4.4 on a damaged report: an empty file, or the tables it wrote before it
+    # stopped), newer than the report, which this check and nsysgen analyze would then take
+    # for the report's current export.
+    partial = report.with_name(f".{report.stem}.{os.getpid()}.partial.sqlite")
     proc = subprocess.run(
         [tools.nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
         + export_switches(tools.nsys)
-        + ["--output", str(target), str(report)],
+        + ["--output", str(partial), str(report)],
         capture_output=True,
         text=True,
         check=False,
     )
-    if proc.returncode != 0 or not target.is_file():
+    if proc.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
         lines = [x for x in (proc.stdout + proc.stderr).splitlines() if "%" not in x]
         return None, f"nsys export failed (exit {proc.returncode}: {' '.join(lines)[-200:]})"
+    partial.replace(target)
     return target, None
 
 
@@ -1139,7 +1171,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "folder", type=Path, nargs="?", help=f"the generated folder (with {EXPECT_FILE})"
+        "folder",
+        type=Path,
+        nargs="?",
+        metavar="FOLDER",
+        help=f"the compiled setup folder (holding {EXPECT_FILE})",
     )
     parser.add_argument("--reports", type=Path, help="report folder (default: the setup's)")
     parser.add_argument("--job-id", help="the run to check (default: the newest)")
@@ -1157,13 +1193,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "nsysgen-verify.py") -> 
         action="store_true",
         help="without nsys: check only that every report is there, named right and not empty",
     )
+    # FOLDER is required, but parsed as optional so that its absence is refused in verify's own
+    # words (what a setup folder is), not argparse's; the usage shows it as required.
+    parser.usage = parser.format_usage().removeprefix("usage: ").replace("[FOLDER]", "FOLDER")
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:
         return EXIT_OK if stop.code == 0 else EXIT_BAD_INPUT
-    folder = args.folder or Path(__file__).resolve().parent
+    folder = args.folder
     try:
-        expect = load_expect(folder / EXPECT_FILE)
+        expect = load_expect(folder)
         report_dir = args.reports or Path(expect["report_dir"])
         if args.run_folder:
             print(select_run(expect, report_dir, args.job_id).folder)
