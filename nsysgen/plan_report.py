@@ -127,7 +127,7 @@ def as_table(
     recorded = plan.recorded
     collectors = data["collector_count"]
     job = data["analysis"]
-    end = f"{plan.window_end_s:.0f} s" if plan.window_end_s is not None else "program's end"
+    end = _window_end(config, plan)
     rows = [
         (
             "job",
@@ -248,6 +248,14 @@ def _reports(plan: ProfilePlan) -> str:
     metrics = plan.total_bytes - each * plan.reports
     extra = f" + ~{human_bytes(metrics)} of GPU metrics" if metrics > 0 else ""
     return f"{plan.reports} x ~{human_bytes(each)}{extra} = ~{human_bytes(plan.total_bytes)}"
+
+
+def _window_end(config: Config, plan: ProfilePlan) -> str:
+    if plan.window_end_s is not None:
+        return f"{plan.window_end_s:.0f} s"
+    if config.capture.mode == "nvtx":  # --capture-range-end=stop: the range's end closes it
+        return "the range's end (the program's, if the range never ends)"
+    return "program's end"
 
 
 def _folder(plan: ProfilePlan) -> str:

@@ -8,6 +8,7 @@ bench/calibration/fit.py writes from the measured reports, with the largest erro
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -56,10 +57,22 @@ def captured_seconds(config: Config) -> tuple[float, str]:
     return _OPEN_ENDED_SECONDS, f"{_OPEN_ENDED_SECONDS:.0f} s assumed for one NVTX range"
 
 
+_NPROC = re.compile(r"^--nproc[_-]per[_-]node(?:=(.*))?$")
+
+
 def gpus_per_report(config: Config) -> int:
     """The GPUs (and training processes) one report records: one torchrun per node is one
-    nsys process tree holding every rank of the node."""
-    return config.cluster.gpus_per_node if config.workload.launch == "per_node" else 1
+    nsys process tree holding every rank of the node. nsysgen starts torchrun with one process
+    per GPU; a user's own command says how many in its --nproc_per_node."""
+    if config.workload.launch != "per_node":
+        return 1
+    argv = tuple(getattr(config.workload.settings, "argv", ()))
+    for index, arg in enumerate(argv):
+        match = _NPROC.match(arg)
+        value = match and (match.group(1) or (argv[index + 1] if index + 1 < len(argv) else ""))
+        if value and value.isascii() and value.isdigit() and int(value) > 0:
+            return int(value)
+    return config.cluster.gpus_per_node
 
 
 def estimate_report_size(config: Config) -> SizeEstimate:

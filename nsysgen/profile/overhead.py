@@ -31,7 +31,8 @@ class SlowdownEstimate:
 def estimate_slowdown(
     *, kernels_per_second: float, traces_cuda: bool, recorded: int, world_size: int
 ) -> SlowdownEstimate:
-    """The slowdown outside the window of `recorded` of `world_size` tasks under nsys.
+    """The slowdown outside the window of `recorded` of `world_size` ranks under nsys (a
+    whole-node report records every rank of its node).
 
     A multi-rank job is taken to be synchronous (data-parallel training all-reduces every
     step), so the job runs at its slowest rank's pace.
@@ -43,14 +44,14 @@ def estimate_slowdown(
     # The job runs at its slowest rank's pace: a single task is the job, and in a synchronous
     # job the others wait for the recorded one in each collective.
     if world_size == 1:
-        paid_by = "the one task, which is the whole job"
+        paid_by = "the one rank, which is the whole job"
     elif recorded < world_size:
         paid_by = (
-            f"the {recorded} recorded task(s), and through every collective the other "
+            f"the {recorded} recorded rank(s), and through every collective the other "
             f"{world_size - recorded} too"
         )
     else:
-        paid_by = f"all {world_size} tasks (all recorded)"
+        paid_by = f"all {world_size} ranks (all recorded)"
     basis = (
         f"{kernels_per_second:g} kernels/s (workload.estimate.kernels_per_second) x "
         f"{SECONDS_PER_LAUNCH * 1e6:.2f} us that nsys adds to each launch before the window "

@@ -104,6 +104,16 @@ def timeout_argument(config: Config) -> tuple[str, str] | None:
     return found
 
 
+def minutes(value: str) -> int | None:
+    """The value as argparse's type=int reads it (Megatron declares the option so), if it is at
+    least one minute; None otherwise."""
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    return number if number >= 1 else None
+
+
 def collective_timeout(config: Config) -> tuple[int | None, str]:
     """(seconds, where it comes from): workload.collective_timeout_s, else the program's
     --distributed-timeout-minutes, else torch's default; None for nccl-tests, which wait."""
@@ -111,8 +121,9 @@ def collective_timeout(config: Config) -> tuple[int | None, str]:
     if stated is not None:
         return stated, "workload.collective_timeout_s"
     argument = timeout_argument(config)
-    if argument is not None and argument[1].isdigit():  # otherwise a semantic error
-        return int(argument[1]) * 60, f"--distributed-timeout-minutes {argument[1]}"
+    number = minutes(argument[1]) if argument is not None else None
+    if number is not None:  # an unreadable value is a semantic error
+        return number * 60, f"--distributed-timeout-minutes {number}"
     if config.workload.kind == "nccl":
         return None, "nccl-tests have none: the other ranks only wait"
     return TORCH_DEFAULT_TIMEOUT_S, "torch's default for NCCL process groups"

@@ -19,7 +19,12 @@ from typing import Protocol
 from nsysgen.model import Config
 from nsysgen.profile import cuda_trace, nsys_cmd
 from nsysgen.profile.environment import job_env
-from nsysgen.profile.estimate import SizeEstimate, calibration, estimate_report_size
+from nsysgen.profile.estimate import (
+    SizeEstimate,
+    calibration,
+    estimate_report_size,
+    gpus_per_report,
+)
 from nsysgen.profile.overhead import SlowdownEstimate, estimate_slowdown
 from nsysgen.profile.workloads import step_detection
 from nsysgen.shipped.verify import expand_parts
@@ -418,7 +423,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         slowdown=estimate_slowdown(
             kernels_per_second=config.workload.kernels_per_second,
             traces_cuda=any(t.startswith("cuda") for t in config.capture.trace),
-            recorded=len(recorded),
+            recorded=len(recorded) * gpus_per_report(config),
             world_size=config.cluster.world_size,
         ),
         steps=step_detection(config),

@@ -8,7 +8,7 @@ from nsysgen.errors import Issue
 from nsysgen.model import Config, settings_as
 from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 from nsysgen.profile.nccl_run import size_bytes
-from nsysgen.profile.pause import timeout_argument
+from nsysgen.profile.pause import minutes, timeout_argument
 from nsysgen.profile.workloads import NcclSettings, step_method, workload_kind
 
 Check = Callable[[Config], Iterator[Issue]]
@@ -264,14 +264,14 @@ def _nccl_sizes(config: Config) -> Iterator[Issue]:
 
 def _timeout_readable(config: Config) -> Iterator[Issue]:
     argument = timeout_argument(config)
-    if config.workload.collective_timeout_s is None and argument and not argument[1].isdigit():
+    if config.workload.collective_timeout_s is None and argument and minutes(argument[1]) is None:
         path, value = argument
         yield Issue(
             path,
-            f"--distributed-timeout-minutes {value!r} is not a whole number of minutes, as "
-            "Megatron reads it and nsysgen weighs the pause at the window's close against it "
-            "(allowed: e.g. --distributed-timeout-minutes=30, or state the timeout in "
-            "workload.collective_timeout_s)",
+            f"--distributed-timeout-minutes {value!r} is not a whole number of minutes (at "
+            "least 1), which nsysgen reads to weigh the pause at the window's close against "
+            "the collective timeout (allowed: e.g. --distributed-timeout-minutes=30; if the "
+            "program reads it otherwise, state the timeout in workload.collective_timeout_s)",
         )
 
 

@@ -242,3 +242,25 @@ def test_a_timeout_that_is_not_whole_minutes_is_refused(
     assert "workload.megatron.args: --distributed-timeout-minutes" in result.err
     assert "workload.collective_timeout_s" in result.err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("'+30'", 1800), ("' 5'", 300), ("'1_0'", 600)])
+def test_the_timeout_is_read_as_argparse_reads_an_int(
+    run_cli: RunCli, value: str, seconds: int
+) -> None:
+    args = f"workload.megatron.args=[--distributed-timeout-minutes,{value}]"
+    assert _timeout(run_cli, "workload=megatron", args)[0] == seconds
+
+
+@pytest.mark.parametrize("value", ["'²'", "'0'", "'-5'"])
+def test_a_timeout_argparse_would_not_read_as_minutes_is_refused(
+    run_cli: RunCli, value: str
+) -> None:
+    result = run_cli(
+        "plan",
+        "workload=megatron",
+        f"workload.megatron.args=[--distributed-timeout-minutes,{value}]",
+    )
+    assert result.code == 2, result.err
+    assert "is not a whole number of minutes (at least 1)" in result.err
+    assert "internal error" not in result.err

@@ -99,3 +99,46 @@ def test_the_operators_command_is_the_one_plan_shows(
 def test_slurm_reports_land_in_the_runs_folder(run_cli: RunCli) -> None:
     text = " ".join(run_cli("plan", "workload=fsdp").out.split())
     assert "in /fsx/nsight-reports/fsdp-p5-slurm/job%q{SLURM_JOB_ID}" in text
+
+
+def test_an_nvtx_window_ends_with_its_range(run_cli: RunCli) -> None:
+    text = " ".join(run_cli("plan", "workload=fsdp", "capture=nvtx").out.split())
+    assert "ends at the range's end" in text
+    assert "--capture-range-end=stop" in text and "when it closes" in text
+
+
+def test_nccl_tests_run_one_gpu_a_task_only(run_cli: RunCli, tmp_path: Path) -> None:
+    # nccl-tests get -g 1: one task a node would leave the node's other GPUs idle.
+    result = run_cli("workload=nccl", "workload.launch=per_node", f"output_dir={tmp_path}")
+    assert result.code == 2
+    assert "workload.launch: workload kind nccl does not run per_node (allowed: per_gpu)" in (
+        result.err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_commands_own_process_count_sizes_its_node_report(run_cli: RunCli) -> None:
+    argv = "workload.command.argv=[torchrun,--nproc_per_node,'4',/fsx/train.py]"
+    four = _plan(run_cli, "workload=command", argv, "workload.launch=per_node")
+    assert "x 4 GPUs of a node in one report" in four["estimate_basis"]
+    assert four["pause_at_window_edges"]["gpus_per_report"] == 4
+
+
+@pytest.mark.parametrize(
+    ("overrides", "paid_by"),
+    [
+        (
+            ("workload=fsdp",),
+            "paid by the 8 recorded rank(s), and through every collective the other 8",
+        ),
+        (
+            ("workload=nccl",),
+            "paid by the 1 recorded rank(s), and through every collective the other 15",
+        ),
+        (("target=eks", "workload=fsdp", IMAGE), "paid by all 16 ranks (all recorded)"),
+    ],
+)
+def test_the_slowdown_counts_the_ranks_a_report_records(
+    run_cli: RunCli, overrides: tuple[str, ...], paid_by: str
+) -> None:
+    assert paid_by in " ".join(run_cli("plan", *overrides).out.split())
