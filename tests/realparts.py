@@ -262,3 +262,14 @@ def python_workload(cluster: LocalCluster, *args: str) -> list[str]:
         f"workload.python.script={script}",
         f"workload.python.args=[{quoted}]",
     ]
+
+
+@pytest.fixture
+def real_nsys(request: pytest.FixtureRequest) -> Path:
+    """A real nsys: $NSYS where it is set (an unpacked 2023.4.4, say), else the nsys 2023.4.4
+    that the e2e tier installs."""
+    given = os.environ.get("NSYS")
+    if given:
+        return Path(given)
+    installed: Path = request.getfixturevalue("nsys_2023")
+    return installed

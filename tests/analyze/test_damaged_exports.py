@@ -134,17 +134,6 @@ def test_an_empty_export_beside_its_report_is_refused_not_taken_as_current(
     assert err == f"error: {export}: {REFUSED} (an empty file: 0 bytes); {REEXPORT}"
 
 
-@pytest.fixture
-def real_nsys(request: pytest.FixtureRequest) -> Path:
-    """A real nsys: $NSYS where it is set (an unpacked 2023.4.4, say), else the nsys 2023.4.4
-    that the e2e tier installs."""
-    given = os.environ.get("NSYS")
-    if given:
-        return Path(given)
-    installed: Path = request.getfixturevalue("nsys_2023")
-    return installed
-
-
 @pytest.mark.nsys
 @pytest.mark.parametrize("how", HOW)
 def test_a_report_cut_short_fails_its_export_by_name(

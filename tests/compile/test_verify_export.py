@@ -4,7 +4,6 @@ would take it for the report's current export (it is newer than the report)."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -13,17 +12,6 @@ import pytest
 from tests.conftest import REPO, RunCli
 
 REPORT = REPO / "tests" / "data" / "gpu" / "steps-launch-window-40-44.nsys-rep"
-
-
-@pytest.fixture
-def real_nsys(request: pytest.FixtureRequest) -> Path:
-    """A real nsys: $NSYS where it is set (an unpacked 2023.4.4, say), else the nsys 2023.4.4
-    that the e2e tier installs."""
-    given = os.environ.get("NSYS")
-    if given:
-        return Path(given)
-    installed: Path = request.getfixturevalue("nsys_2023")
-    return installed
 
 
 @pytest.mark.nsys
