@@ -52,6 +52,7 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
     """Run `nsysgen ARGS` in this process (fast) and return exit code, stdout and stderr."""
 
     def run(*args: str) -> CliResult:
+        capsys.readouterr()  # only this command's output (not a fixture's set-up before it)
         code = main(list(args))
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
