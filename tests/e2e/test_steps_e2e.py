@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,24 @@ def test_cpu_reports_name_the_sleeping_rank(
     assert [r["rank"] for r in summary["ranks"]] == [1, 9]
     assert all(len(r["steps"]) == 8 for r in summary["ranks"])
     assert {s["source"] for r in summary["ranks"] for s in r["steps"]} == {"cpu"}
-    (straggler,) = summary["stragglers"]
-    assert (straggler["rank"], straggler["steps"], straggler["kind"]) == (9, [3, 6], "hiccup")
-    # Rank 1 waited in its barrier for the 150 ms sleep, give or take scheduling.
-    assert 100 < straggler["mean_lateness_ms"] < 200
+    stragglers = {s["rank"]: s for s in summary["stragglers"]}
+    assert {3, 6} <= set(stragglers[9]["steps"]), stragglers
+    # Rank 9 was late by each 150 ms sleep (rank 1 waited in its barrier), give or take
+    # scheduling.
+    late = _late_steps(summary, 9)
+    assert all(100 < late[step] < 200 for step in (3, 6)), late
+    # Sixteen ranks on two shared cores: scheduling may make a rank late by a few tens of ms
+    # on another step (seen once in five CI runs), never by the planted sleep.
+    noise = [
+        ms
+        for rank, straggler in stragglers.items()
+        for step, ms in _late_steps(summary, rank).items()
+        if step in straggler["steps"] and (rank, step) not in ((9, 3), (9, 6))
+    ]
+    assert all(ms < 100 for ms in noise), stragglers
+
+
+def _late_steps(summary: dict[str, Any], rank: int) -> dict[int, float]:
+    """Step -> how late the rank was there (ms), from summary.json."""
+    [entry] = [r for r in summary["ranks"] if r["rank"] == rank]
+    return {step["step"]: step["late_ms"] or 0.0 for step in entry["steps"]}
