@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsysgen.output.render import render_template
-from nsysgen.patching.patch import patch_source
+from nsysgen.patching.patch import helper_text, patch_source
+from nsysgen.shipped import STEP_WINDOW_FILE
 from tests.conftest import REPO
 
-HELPER = render_template("common/_step_window_class.py.j2")
+HELPER = helper_text()
 SITE = render_template("common/sitecustomize.py.j2", header="# test copy")
 STANDIN = REPO / "tests" / "standin"
 COUNTED = ("forward", "backward", "optimizer.step", "scaler.skip", "mark")
@@ -27,6 +28,7 @@ class Run:
     steps: dict[str, list[str]] = field(default_factory=dict)  # label -> events inside
     mismatched: list[str] = field(default_factory=list)  # logged or marked with another number
     outside_marks: int = 0  # optimizer steps marked outside every step range
+    numbering: list[str] = field(default_factory=list)  # the window's numbering marks
     stderr: str = ""
 
     def inside(self, n: int) -> list[str]:
@@ -45,13 +47,11 @@ def run_script(
     script = tmp_path / "train.py"
     path = [str(p) for p in extra_path]
     if mode == "patch":
-        script.write_bytes(patch_source(source, HELPER).encode())
+        script.write_bytes(patch_source(source).encode())
+        (tmp_path / STEP_WINDOW_FILE).write_text(HELPER)  # as the patch adds it
     else:
         script.write_text(source)
-        site = tmp_path / "nsysgen-site"
-        site.mkdir(exist_ok=True)
-        (site / "sitecustomize.py").write_text(SITE)
-        path.insert(0, str(site))
+        path.insert(0, str(write_site(tmp_path / "nsysgen-site")))
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
     environ.update(env, PYTHONPATH=os.pathsep.join([*path, str(STANDIN)]))
     done = subprocess.run(
@@ -64,6 +64,14 @@ def run_script(
     )
     assert done.returncode == 0, done.stderr
     return parse(done.stdout, done.stderr)
+
+
+def write_site(folder: Path) -> Path:
+    """The zero-patch site folder as the launch files put it on PYTHONPATH."""
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(SITE)
+    (folder / STEP_WINDOW_FILE).write_text(HELPER)
+    return folder
 
 
 def parse(stdout: str, stderr: str = "") -> Run:
@@ -92,6 +100,9 @@ def parse(stdout: str, stderr: str = "") -> Run:
 
 
 def _other(run: Run, event: str, words: list[str], label: str | None, ended: str | None) -> None:
+    if event.startswith("mark nsysgen numbering "):
+        run.numbering.append(event.removeprefix("mark nsysgen numbering "))
+        return
     if event.startswith("log ") and ended is not None and ended != f"step {words[2]}":
         # A script logs a step after its optimizer step: the range that ended last.
         run.mismatched.append(f"{ended} logged as {event}")

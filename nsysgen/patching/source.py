@@ -70,13 +70,14 @@ class SourceFile:
         return self.bom + "".join(out)
 
 
-def unified_diff(path: str, original: str, patched: str) -> str:
-    """A diff that `git apply` and `patch -p1` apply, CRLF lines and missing newlines included."""
+def unified_diff(path: str, original: str, patched: str, created: bool = False) -> str:
+    """A diff that `git apply` and `patch -p1` apply, CRLF lines and missing newlines included;
+    `created`: the file is new (from /dev/null)."""
     out = []
     for line in difflib.unified_diff(
         split_lines(original),
         split_lines(patched),
-        fromfile=f"a/{path}",
+        fromfile="/dev/null" if created else f"a/{path}",
         tofile=f"b/{path}",
     ):
         out.append(line)

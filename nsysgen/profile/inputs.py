@@ -12,7 +12,6 @@ from pathlib import Path
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config, TrainingPatch
-from nsysgen.output.render import render_template
 from nsysgen.patching.patch import PatchError, analyse, patch_source, unified_patch
 from nsysgen.profile.workloads import METHOD_TEXT, ScriptSettings, step_method
 
@@ -39,10 +38,9 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
             f"cannot read {source_path} ({reason}) (allowed: a UTF-8 Python file, its path "
             "relative to the current directory)",
         )
-    helper = render_template("common/_step_window_class.py.j2")
     try:
         found = analyse(source, settings.loop_line, settings.step_expr)
-        patched = patch_source(source, helper, settings.loop_line, settings.step_expr)
+        patched = patch_source(source, settings.loop_line, settings.step_expr)
     except PatchError as error:
         if error.setting is not None:
             field = f"workload.{config.workload.kind}.{error.setting}"

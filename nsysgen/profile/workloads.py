@@ -16,13 +16,15 @@ from typing import Any
 from nsysgen.model import Block, Config, Launch, WorkloadSettings, settings_as
 from nsysgen.output.render import ShellExpr
 from nsysgen.profile.ranks import explicit_ranks
+from nsysgen.shipped import STEP_WINDOW_FILE
 
 NEMO_OVERRIDES_FILE = "nemo-overrides.txt"
-WINDOW_HELPER_FILE = "nsysgen_window.py"
+WINDOW_HELPER_FILE = STEP_WINDOW_FILE
 PATCH_FILE = "training-loop.patch"
 # The zero-patch helper: its folder goes first on the program's PYTHONPATH.
 SITE_DIR = "nsysgen-site"
 SITE_FILE = f"{SITE_DIR}/sitecustomize.py"
+SITE_HELPER_FILE = f"{SITE_DIR}/{STEP_WINDOW_FILE}"
 
 
 @dataclass(frozen=True)
@@ -288,7 +290,7 @@ def _step_files(config: Config) -> tuple[str, ...]:
     if method is None:
         return ()
     if uses_site(config):
-        return (SITE_FILE,)
+        return (SITE_FILE, SITE_HELPER_FILE)
     if method != "patch":
         return ()
     source = settings_as(config.workload.settings, ScriptSettings).source

@@ -1,2 +1,15 @@
 """Files copied into every generated folder and run where nsysgen is not installed: standard
 library only, and nothing of nsysgen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# The step helper's file name wherever nsysgen writes it (the site folder, beside a patched
+# script, a folder's copy for an edit by hand): the patched line and sitecustomize import it.
+STEP_WINDOW_FILE = "nsysgen_window.py"
+
+
+def source_text(module: str) -> str:
+    """The text of one shipped module, as nsysgen writes it into the output."""
+    return (Path(__file__).parent / f"{module}.py").read_text(encoding="utf-8")

@@ -11,11 +11,12 @@ from nsysgen.profile.workloads import (
     NEMO_OVERRIDES_FILE,
     PATCH_FILE,
     SITE_FILE,
+    SITE_HELPER_FILE,
     WINDOW_HELPER_FILE,
     nemo_overrides,
     program_files,
-    step_window_env,
 )
+from nsysgen.shipped import source_text
 
 
 def importer_link(config: Config) -> tuple[str, str] | None:
@@ -117,12 +118,9 @@ def workload_files(config: Config) -> list[ArtifactSpec]:
         specs.append(
             ArtifactSpec(path=SITE_FILE, template="common/sitecustomize.py.j2", context={})
         )
-    if WINDOW_HELPER_FILE in files:
-        specs.append(
-            ArtifactSpec(
-                path=WINDOW_HELPER_FILE,
-                template="common/nsysgen_window.py.j2",
-                context={"env": dict(step_window_env(config))},
-            )
-        )
+    specs += [
+        ArtifactSpec(path, "common/nsysgen_window.py.j2", {"source": source_text("step_window")})
+        for path in (SITE_HELPER_FILE, WINDOW_HELPER_FILE)
+        if path in files
+    ]
     return specs

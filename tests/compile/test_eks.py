@@ -15,6 +15,7 @@ import yaml
 
 from nsysgen.cli import main
 from nsysgen.output.render import header, render_template
+from nsysgen.shipped import source_text
 from tests.conftest import REPO, RunCli
 from tests.k8s_checks import (
     crd_problems,
@@ -505,7 +506,10 @@ def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job
     configmap = load_generated_yaml(folder / "nsysgen-site-configmap.yaml")
     name = configmap["metadata"]["name"]
     site = render_template("common/sitecustomize.py.j2", header=header("#"))
-    assert configmap["data"] == {"sitecustomize.py": site}
+    helper = render_template(
+        "common/nsysgen_window.py.j2", header=header("#"), source=source_text("step_window")
+    )
+    assert configmap["data"] == {"sitecustomize.py": site, "nsysgen_window.py": helper}
     manifest = (folder / f"{job}.yaml").read_text()
     text = yaml.safe_dump(yaml.safe_load(manifest))
     assert f"name: {name}" in text

@@ -3,21 +3,28 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import sys
 from pathlib import Path
-from typing import Any, Protocol
 
 import pytest
 
-from nsysgen.output.render import render_template
-from nsysgen.patching.patch import PatchError, patch_source, strip, unified_patch
+from nsysgen.patching.patch import (
+    PatchError,
+    helper_patch,
+    helper_text,
+    patch_source,
+    strip,
+    unified_patch,
+)
+from nsysgen.shipped import STEP_WINDOW_FILE
+from nsysgen.shipped.step_window import StepWindow
 from tests.conftest import REPO, RunCli
 
 SCRIPTS = sorted(p.name for p in (REPO / "tests" / "training_scripts").glob("*.py"))
 GOLDEN = REPO / "tests" / "golden" / "patches"
-HELPER = render_template("common/_step_window_class.py.j2")
 
 
 def source_of(name: str) -> str:
@@ -25,8 +32,12 @@ def source_of(name: str) -> str:
 
 
 def diff_for(name: str) -> str:
+    """The script's part of its patch (the golden file); the rest adds the step helper."""
+    path = f"tests/training_scripts/{name}"
     source = source_of(name)
-    return unified_patch(f"tests/training_scripts/{name}", source, patch_source(source, HELPER))
+    whole = unified_patch(path, source, patch_source(source))
+    assert whole.endswith(helper_patch(path))
+    return whole.removesuffix(helper_patch(path))
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -49,69 +60,57 @@ def test_patch_matches_golden(name: str, request: pytest.FixtureRequest) -> None
     ],
 )
 def test_patch_finds_the_training_loop(name: str, begin: str, steps_by: str) -> None:
-    patched = patch_source(source_of(name), HELPER).splitlines()
+    patched = patch_source(source_of(name)).splitlines()
     assert patched.count(begin) == 1, steps_by
     # The step ends at the optimizer step (the helper's hook): no line marks the end.
     assert sum(line.endswith("# nsysgen") for line in patched) == 1
-    assert patched.count("_nsysgen_window = _NsysgenStepWindow()") == 1
+    assert patched.count("from nsysgen_window import window as _nsysgen_window  # noqa: E402") == 1
 
 
-def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    (repo / "tests" / "training_scripts").mkdir(parents=True)
+@pytest.mark.parametrize("tool", ["git", "patch"])
+def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path, tool: str) -> None:
     for name in SCRIPTS:
+        # Each setup's patch adds the helper beside its script: one repository copy each.
+        repo = tmp_path / tool / name
+        (repo / "tests" / "training_scripts").mkdir(parents=True)
         shutil.copy(
             REPO / "tests" / "training_scripts" / name, repo / "tests" / "training_scripts" / name
         )
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    patches = [GOLDEN / f"{name}.patch" for name in SCRIPTS]
-    for patch in patches:
-        subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, check=True)
-        subprocess.run(
-            ["patch", "-p1", "--dry-run", "--quiet", "-i", str(patch)], cwd=repo, check=True
-        )
-    subprocess.run(
-        ["patch", "-p1", "--quiet", *sum([["-i", str(p)] for p in patches[:1]], [])],
-        cwd=repo,
-        check=True,
-    )
-    subprocess.run(["git", "apply", *map(str, patches[1:])], cwd=repo, check=True)
-    for name in SCRIPTS:
+        subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+        patch = tmp_path / f"{name}.patch"
+        path = f"tests/training_scripts/{name}"
+        patch.write_text((GOLDEN / f"{name}.patch").read_text() + helper_patch(path))
+        apply = ["git", "apply"] if tool == "git" else ["patch", "-p1", "--quiet", "-i"]
+        subprocess.run([*apply, str(patch)], cwd=repo, check=True)
         patched = (repo / "tests" / "training_scripts" / name).read_text()
         compile(patched, name, "exec")
-        assert patched == patch_source(source_of(name), HELPER)
+        assert patched == patch_source(source_of(name))
+        helper = repo / "tests" / "training_scripts" / STEP_WINDOW_FILE
+        assert helper.read_text() == helper_text()
         # Patching an already patched file changes nothing; stripping gives the original back.
-        assert patch_source(patched, HELPER) == patched
+        assert patch_source(patched) == patched
         assert strip(patched) == source_of(name)
-
-
-class StepWindow(Protocol):
-    """The step-window helper the patch adds (templates/common/_step_window_class.py.j2)."""
-
-    active: bool
-
-    def open(self, step: int) -> None: ...
 
 
 def test_patched_script_does_nothing_without_the_window_variables(tmp_path: Path) -> None:
     # The helper is plain Python: without NSYSGEN_PROFILE_* it never imports torch.
-    patched = patch_source("import time\n\nfor step in range(3):\n    loss.backward()\n", HELPER)
-    namespace: dict[str, Any] = {}
-    start = patched.index("class _NsysgenStepWindow")
-    end = patched.index("# <<< nsysgen step window")
-    exec(patched[start:end], namespace)  # noqa: S102 - the generated helper itself
-    window: StepWindow = namespace["_nsysgen_window"]
-    for step in range(3):
-        window.open(step)
-    assert window.active is False
+    (tmp_path / "train.py").write_text(
+        patch_source(
+            "class Loss:\n    def backward(self):\n        pass\n\n\n"
+            "for step in range(3):\n    Loss().backward()\n"
+        )
+    )
+    (tmp_path / STEP_WINDOW_FILE).write_text(helper_text())
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
+    code = "import runpy, sys; runpy.run_path('train.py'); print('torch' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
 
 
-def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    namespace: dict[str, Any] = {}
-    exec(HELPER, namespace)  # noqa: S102
-    window_class: Callable[[], StepWindow] = namespace["_NsysgenStepWindow"]
-    monkeypatch.setenv("NSYSGEN_PROFILE_FIRST_STEP", "3")
-    monkeypatch.setenv("NSYSGEN_PROFILE_LAST_STEP", "5")
+def test_helper_selects_ranks_from_the_environment() -> None:
+    first_last = {"NSYSGEN_PROFILE_FIRST_STEP": "3", "NSYSGEN_PROFILE_LAST_STEP": "5"}
     for ranks, rank, local, expected in [
         ("0,8", "8", "0", True),
         ("0,8", "1", "1", False),
@@ -119,10 +118,8 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
         ("one_per_node", "8", "0", True),
         ("all", "5", "5", True),
     ]:
-        monkeypatch.setenv("NSYSGEN_PROFILE_RANKS", ranks)
-        monkeypatch.setenv("RANK", rank)
-        monkeypatch.setenv("LOCAL_RANK", local)
-        assert window_class().active is expected, (ranks, rank)
+        env = {**first_last, "NSYSGEN_PROFILE_RANKS": ranks, "RANK": rank, "LOCAL_RANK": local}
+        assert StepWindow(env).active is expected, (ranks, rank)
 
 
 @pytest.mark.parametrize(
@@ -169,13 +166,13 @@ def test_helper_selects_ranks_from_the_environment(monkeypatch: pytest.MonkeyPat
 )
 def test_unpatchable_scripts_say_why(source: str, loop_line: int | None, message: str) -> None:
     with pytest.raises(PatchError) as error:
-        patch_source(source, HELPER, loop_line)
+        patch_source(source, loop_line)
     assert str(error.value) == message
 
 
 def test_loop_line_picks_one_of_several_loops() -> None:
     source = "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n"
-    patched = patch_source(source, HELPER, loop_line=3)
+    patched = patch_source(source, loop_line=3)
     assert patched.endswith(
         "for c in d:\n    _nsysgen_window.open()  # nsysgen\n    l.backward()\n"
     )
@@ -200,7 +197,7 @@ def test_compile_writes_the_patch_and_reports_errors(
     )
     assert result.code == 0, result.err
     text = (out / "patched" / "training-loop.patch").read_text()
-    assert text.endswith(diff_for("plain_loop.py"))
+    assert text.endswith(diff_for("plain_loop.py") + helper_patch(source))
     assert not (out / "patched" / "nsysgen_window.py").exists()
     missing = run_cli(
         "workload=python",
@@ -227,10 +224,10 @@ def test_compile_writes_the_patch_and_reports_errors(
 
 def test_step_expr_names_the_counter() -> None:
     source = "while True:\n    loss.backward()\n    opt.step()\n    done += 1\n"
-    patched = patch_source(source, HELPER, step_expr=" state['step'] ")
+    patched = patch_source(source, step_expr=" state['step'] ")
     assert "    _nsysgen_window.open(state['step'])  # nsysgen\n" in patched
     with pytest.raises(PatchError) as error:
-        patch_source(source, HELPER, step_expr="step +")
+        patch_source(source, step_expr="step +")
     assert error.value.setting == "step_expr"
     assert str(error.value) == (
         "'step +' is not a Python expression (allowed: an expression the step loop can read at "

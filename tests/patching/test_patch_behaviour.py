@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.patching.patch import patch_source, strip, unified_patch
-from tests.conftest import REPO
+from nsysgen.shipped import STEP_WINDOW_FILE
 from tests.stepruns import HELPER, Run, run_script
 
 EPOCHS = """\
@@ -205,21 +205,23 @@ def test_without_the_window_nothing_happens(tmp_path: Path, env: dict[str, str])
     assert (run.starts, run.stops, run.steps) == (0, 0, {})
 
 
-def test_helper_imports_nothing_without_the_window() -> None:
+def test_helper_imports_nothing_without_the_window(tmp_path: Path) -> None:
+    (tmp_path / STEP_WINDOW_FILE).write_text(HELPER)
     code = (
         "import sys\nbefore = set(sys.modules)\n"
-        + HELPER
-        + "\nw = _NsysgenStepWindow()\nw.begin(1); w.open(2); w.end(); w.close()\n"
-        "assert set(sys.modules) == before, set(sys.modules) - before\n"
+        "from nsysgen_window import window as w\n"
+        "w.begin(1); w.open(2); w.end(); w.close()\n"
+        "added = set(sys.modules) - before\n"
+        "assert added == {'nsysgen_window', '__future__'}, added\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
-    env.update(RANK="", PYTHONPATH=str(REPO / "tests" / "no-such-dir"))
+    env.update(RANK="", PYTHONPATH=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
 def test_published_file_keeps_its_form_and_its_patch_applies(tmp_path: Path) -> None:
-    patched = patch_source(PUBLISHED, HELPER)
+    patched = patch_source(PUBLISHED)
     assert patched.startswith("\ufeff# -*- coding: utf-8 -*-\r\nimport torch\r\n")
     assert "\n" not in patched.replace("\r\n", "")  # every line ends in CRLF
     assert "\t\t_nsysgen_window.open(it)  # nsysgen\r\n" in patched

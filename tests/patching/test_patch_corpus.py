@@ -14,16 +14,21 @@ from typing import Any
 
 import pytest
 
-from nsysgen.output.render import render_template
 from nsysgen.patching.find import ACCUMULATIONS
-from nsysgen.patching.patch import PatchError, analyse, patch_source, strip, unified_patch
+from nsysgen.patching.patch import (
+    PatchError,
+    analyse,
+    helper_patch,
+    patch_source,
+    strip,
+    unified_patch,
+)
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # shellcheck/bash over every setup; a corpus of scripts
 
 CORPUS = REPO / "tests" / "training_scripts" / "corpus"
 GOLDEN = REPO / "tests" / "golden" / "patches" / "corpus"
-HELPER = render_template("common/_step_window_class.py.j2")
 ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
 NAMES = [entry["file"] for entry in ENTRIES]
 
@@ -44,8 +49,12 @@ def fix_of(entry: dict[str, Any]) -> int | None:
 
 def diff_for(entry: dict[str, Any]) -> str:
     name = entry["file"]
-    patched = patch_source(source_of(name), HELPER, fix_of(entry))
-    return unified_patch(f"tests/training_scripts/corpus/{name}", source_of(name), patched)
+    patched = patch_source(source_of(name), fix_of(entry))
+    path = f"tests/training_scripts/corpus/{name}"
+    whole = unified_patch(path, source_of(name), patched)
+    # The golden file is the script's part; the rest adds the step helper beside it.
+    assert whole.endswith(helper_patch(path))
+    return whole.removesuffix(helper_patch(path))
 
 
 def test_corpus_is_large_and_permissive() -> None:
@@ -117,6 +126,6 @@ def test_corpus_patches_apply_compile_and_are_idempotent(tmp_path: Path) -> None
         subprocess.run([*tool, patch], cwd=tmp_path, check=True)
         patched = read(folder / entry["file"])
         compile(patched, entry["file"], "exec")
-        assert patched == patch_source(source_of(entry["file"]), HELPER, fix_of(entry))
-        assert patch_source(patched, HELPER, fix_of(entry)) == patched
+        assert patched == patch_source(source_of(entry["file"]), fix_of(entry))
+        assert patch_source(patched, fix_of(entry)) == patched
         assert strip(patched) == source_of(entry["file"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RunCli
-from tests.stepruns import SITE, STANDIN, run_script
+from tests.stepruns import STANDIN, run_script, write_site
 
 FB = ["forward", "backward"]
 OM = ["optimizer.step", "mark"]
@@ -152,10 +152,14 @@ def test_the_scripts_counter_numbers_the_steps(tmp_path: Path) -> None:
     run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
     assert run.recorded == ["step 3", "step 4", "step 5"]
     assert not run.mismatched
-    assert "steps are numbered by global_step + 1 in train.py:<module>" in run.stderr
+    assert (
+        "steps are numbered by global_step + 1 in train.py:<module> (checked over the 2 "
+        "training steps before step 3)"
+    ) in run.stderr
+    assert run.numbering == ["per_step=1 checked=1 counter=global_step + 1 in train.py:<module>"]
     without = run_script(tmp_path, CONTINUE, window(3, 5), mode="hook")
     assert without.mismatched  # counted from 0: the step logged as 4 is the optimizer's step 3
-    assert "nsysgen's count of optimizer steps" in without.stderr
+    assert "nsysgen's count of training steps (from 0 in this process)" in without.stderr
     resumed = run_script(tmp_path, RESUMED, window(102, 104), mode="hook")
     assert "the optimizer's own step count (read at the first step" in resumed.stderr
 
@@ -167,7 +171,12 @@ def test_an_unreadable_counter_falls_back_and_says_why(tmp_path: Path) -> None:
     }
     run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
     assert run.recorded == ["step 3", "step 4", "step 5"]
-    assert "cannot read no_such_name in train.py:<module>" in run.stderr
+    assert (
+        "nsysgen: no_such_name cannot be read in train.py:<module> (NameError(\"name "
+        "'no_such_name' is not defined\")): steps are numbered by nsysgen's count of training "
+        "steps (from 0 in this process) instead\n"
+    ) == run.stderr
+    assert run.numbering[0].startswith("per_step=1 checked=2 fallback=no_such_name cannot be")
 
 
 def test_a_skipped_optimizer_step_still_ends_its_step(tmp_path: Path) -> None:
@@ -178,10 +187,15 @@ def test_a_skipped_optimizer_step_still_ends_its_step(tmp_path: Path) -> None:
     assert run.inside(5) == [*FB, *OM]
 
 
-def test_two_optimizers_without_the_setting_are_named(tmp_path: Path) -> None:
-    run = run_script(tmp_path, GAN, window(2, 4), mode="hook")
-    assert "2 optimizers step in this process" in run.stderr
-    assert "capture.optimizer_steps" in run.stderr
+@pytest.mark.parametrize("mode", ["hook", "patch"])
+def test_two_optimizers_a_step_are_learned(tmp_path: Path, mode: str) -> None:
+    # Before the window the helper sees D, G, D, G: a cycle of 2 optimizers is one step.
+    run = run_script(tmp_path, GAN, window(2, 4), mode=mode)
+    assert run.recorded == ["step 2", "step 3", "step 4"]
+    for n in (2, 3, 4):
+        assert run.inside(n) == [*FB, *OM, *FB, *OM], n
+    assert "2 optimizer steps make one training step (the cycle of 2 optimizers" in run.stderr
+    assert run.numbering[0].startswith("per_step=2 ")
 
 
 @pytest.mark.parametrize("mode", ["hook", "patch"])
@@ -244,9 +258,7 @@ def test_without_a_window_nothing_happens(tmp_path: Path, env: dict[str, str]) -
 
 
 def _modules(tmp_path: Path, site: bool, env: dict[str, str]) -> set[str]:
-    folder = tmp_path / "site"
-    folder.mkdir(exist_ok=True)
-    (folder / "sitecustomize.py").write_text(SITE)
+    folder = write_site(tmp_path / "site")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
     environ.update(env, PYTHONPATH=str(folder) if site else str(tmp_path / "none"))
     code = "import sys; print(' '.join(sorted(sys.modules)))"
@@ -258,7 +270,9 @@ def _modules(tmp_path: Path, site: bool, env: dict[str, str]) -> set[str]:
 
 @pytest.mark.parametrize("env", [{}, window(1, 3)], ids=["inert", "armed"])
 def test_the_helper_imports_nothing_before_torch(tmp_path: Path, env: dict[str, str]) -> None:
-    assert _modules(tmp_path, True, env) - _modules(tmp_path, False, env) == {"sitecustomize"}
+    # Armed, the helper itself loads (and __future__, 4 KB, for its annotations): nothing else.
+    own = {"nsysgen_window", "__future__"} if env else set()
+    assert _modules(tmp_path, True, env) - _modules(tmp_path, False, env) == {"sitecustomize", *own}
 
 
 def test_the_images_own_sitecustomize_still_runs(tmp_path: Path) -> None:
@@ -372,9 +386,7 @@ def test_a_failing_helper_never_stops_the_training(tmp_path: Path) -> None:
 
 
 def test_two_copies_of_the_helper_run_once(tmp_path: Path) -> None:
-    second = tmp_path / "second"
-    second.mkdir()
-    (second / "sitecustomize.py").write_text(SITE)
+    second = write_site(tmp_path / "second")
     run = run_script(tmp_path, CONTINUE, window(3, 5), mode="hook", extra_path=(second,))
     assert run.recorded == ["step 3", "step 4", "step 5"]
     assert "Error" not in run.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.stepruns import SITE, Run, parse
+from tests.stepruns import Run, parse, write_site
 
 pytestmark = pytest.mark.slow
 FOLDER = REPO / "tests" / "realtorch"
@@ -21,9 +21,7 @@ FOLDER = REPO / "tests" / "realtorch"
 
 def run(tmp_path: Path, script: str) -> Run:
     pytest.importorskip("torch")
-    site = tmp_path / "nsysgen-site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE)
+    site = write_site(tmp_path / "nsysgen-site")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
     env.update(
         NSYSGEN_PROFILE_FIRST_STEP="2",

@@ -14,7 +14,7 @@ from nsysgen.profile.plan import ProfilePlan, RecordedTasks
 from nsysgen.profile.recipes import recipe_runs
 from nsysgen.profile.teardown import write_seconds
 from nsysgen.profile.workloads import (
-    SITE_FILE,
+    SITE_DIR,
     step_method,
     step_window_env,
     typed_block,
@@ -152,7 +152,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         *_job_files(config, plan),
         recipes_script(config),
         # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
-        *[spec for spec in workload_files(config) if spec.path != SITE_FILE],
+        *[spec for spec in workload_files(config) if not spec.path.startswith(SITE_DIR + "/")],
         *verify_files(config, plan, TARGET, _verify_extra(config)),
     ]
     if uses_site(config):

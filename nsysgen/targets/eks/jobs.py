@@ -12,6 +12,7 @@ from nsysgen.profile.environment import job_env
 from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.teardown import write_seconds
 from nsysgen.profile.workloads import step_window_env, uses_site
+from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 from nsysgen.targets.eks.injection import (
     torchrun_args,
 )
@@ -37,7 +38,10 @@ from nsysgen.targets.eks.names import (
 def site_configmap(config: Config) -> dict[str, Any]:
     """The ConfigMap that carries the zero-patch helper into every pod (kubectl apply it with
     the job)."""
-    text = render_template("common/sitecustomize.py.j2", header=header("#"))
+    site = render_template("common/sitecustomize.py.j2", header=header("#"))
+    helper = render_template(
+        "common/nsysgen_window.py.j2", header=header("#"), source=source_text("step_window")
+    )
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -45,7 +49,7 @@ def site_configmap(config: Config) -> dict[str, Any]:
             "name": _site_configmap_name(config),
             "namespace": eks_settings(config).namespace,
         },
-        "data": {"sitecustomize.py": text},
+        "data": {"sitecustomize.py": site, STEP_WINDOW_FILE: helper},
     }
 
 

@@ -170,8 +170,34 @@ class _Cudart:
         _report.write()
 
 
+_capturing = [False]
+
+
+class _CUDAGraph:
+    def replay(self) -> None:
+        _event("graph.replay")
+
+
+class _GraphCapture:
+    """torch.cuda.graph(g): the stream captures while inside (no kernel runs)."""
+
+    def __init__(self, graph: _CUDAGraph, *args: object, **kwargs: object) -> None:
+        self.graph = graph
+
+    def __enter__(self) -> _CUDAGraph:
+        _event("graph.capture")
+        _capturing[0] = True
+        return self.graph
+
+    def __exit__(self, *exc: object) -> None:
+        _capturing[0] = False
+
+
 cuda: Any = SimpleNamespace(
     synchronize=lambda: None,
+    CUDAGraph=_CUDAGraph,
+    graph=_GraphCapture,
+    is_current_stream_capturing=lambda: _capturing[0],
     cudart=_Cudart,
     is_initialized=lambda: os.environ.get("STANDIN_CUDA", "1") == "1",
     nvtx=SimpleNamespace(range_push=_report.push, range_pop=_report.pop, mark=_report.mark),

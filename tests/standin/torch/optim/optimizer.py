@@ -50,6 +50,8 @@ class Optimizer:
 
         if fail:
             raise MemoryError("CUDA out of memory (stand-in)")
+        if callable(closure):
+            closure()  # as LBFGS and Lightning's automatic optimization: forward and backward
         torch._event("optimizer.step")
         if self.counts_steps:
             for param in self.param_groups[0]["params"]:

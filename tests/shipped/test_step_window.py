@@ -1,0 +1,240 @@
+"""The step helper (nsysgen/shipped/step_window.py) decides the numbering with the running
+program: library loops numbered as the library logs them, counters that are not step counters
+refused before the window, several optimizers a step learned, a whole step captured into a CUDA
+graph refused. Scripts run under the torch stand-in (tests/standin) with the stand-ins of
+transformers, Lightning and DeepSpeed, which keep each library's order of events (their
+docstrings say from where); the GPU proof (bench/gpu/steps38) runs the real libraries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nsysgen.shipped.step_window import LIBRARIES, Counter, Numbering, StepWindow, period
+from tests.stepruns import run_script
+
+FB = ["forward", "backward"]
+OM = ["optimizer.step", "mark"]
+
+
+def window(first: int, last: int, **more: str) -> dict[str, str]:
+    return {
+        "NSYSGEN_PROFILE_FIRST_STEP": str(first),
+        "NSYSGEN_PROFILE_LAST_STEP": str(last),
+        "NSYSGEN_PROFILE_RANKS": "0",
+        "RANK": "0",
+        **more,
+    }
+
+
+def expr(expression: str, scope: str = "train.py:<module>") -> dict[str, str]:
+    return {"NSYSGEN_PROFILE_STEP_EXPR": expression, "NSYSGEN_PROFILE_STEP_SCOPE": scope}
+
+
+HF_TRAINER = """\
+import torch
+from transformers import Trainer, TrainingArguments
+
+model = torch.nn.Linear(4, 4)
+Trainer(model, TrainingArguments(max_steps=12, gradient_accumulation_steps=4)).train()
+"""
+LIGHTNING = """\
+import lightning as L
+import torch
+
+L.Trainer(max_steps=12).fit(torch.nn.Linear(4, 4))
+"""
+DEEPSPEED = """\
+import deepspeed
+import torch
+
+engine = deepspeed.DeepSpeedEngine(torch.nn.Linear(4, 4), gradient_accumulation_steps=2)
+for batch in range(24):
+    engine.backward(engine(batch))
+    engine.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "counter", "inside"),
+    [
+        (HF_TRAINER, "state.global_step + 1 (transformers Trainer)", [*FB * 4, *OM]),
+        (LIGHTNING, "global_step (Lightning Trainer)", [*FB, *OM]),
+        (DEEPSPEED, "global_steps + 1 (DeepSpeed engine)", [*FB * 2, *OM]),
+    ],
+    ids=["transformers", "lightning", "deepspeed"],
+)
+def test_a_library_loop_is_numbered_as_the_library_logs(
+    tmp_path: Path, source: str, counter: str, inside: list[str]
+) -> None:
+    """No source given: the library's object is found on the stack at the optimizer step, and
+    each range `step N` holds the optimizer step the library logs as N."""
+    run = run_script(tmp_path, source, window(5, 7), mode="hook")
+    assert run.recorded == ["step 5", "step 6", "step 7"]
+    assert not run.mismatched
+    for n in (5, 6, 7):
+        assert run.inside(n) == inside, n
+    assert f"steps are numbered by {counter} (checked over the" in run.stderr
+    assert run.numbering[0].endswith(f" counter={counter}")
+    mark = next(e for e in run.steps["step 6"] if e.startswith("mark "))
+    assert mark.endswith(f" | {counter} = 6")
+
+
+def test_library_counters_say_what_verify_and_plan_say() -> None:
+    assert [library.counter for library in LIBRARIES] == [
+        "state.global_step + 1 (transformers Trainer)",
+        "global_step (Lightning Trainer)",
+        "global_steps + 1 (DeepSpeed engine)",
+    ]
+
+
+MICRO_BATCH_COUNTER = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+micro = 0
+for batch in range(40):
+    model(batch).backward()
+    micro += 1
+    if micro % 4 == 0:
+        optimizer.step()
+        print("@@ log", micro // 4 - 1)
+"""
+EPOCH_INDEX = """\
+import itertools
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+done = 0
+
+
+def train_one_epoch(model, optimizer):
+    global done
+    for i in itertools.count():
+        if i == 3:
+            return
+        model(i).backward()
+        optimizer.step()
+        print("@@ log", done)
+        done += 1
+
+
+for epoch in range(6):
+    train_one_epoch(model, optimizer)
+"""
+
+
+MICRO_WHY = (
+    "micro in train.py:<module> went from 4 to 8 from one training step to the next (a step "
+    "counter advances by exactly 1)"
+)
+EPOCH_WHY = (
+    "i in train.py:train_one_epoch went from 2 to 0 from one training step to the next (a step "
+    "counter advances by exactly 1)"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "more", "why", "mode"),
+    [
+        (MICRO_BATCH_COUNTER, expr("micro"), MICRO_WHY, "hook"),
+        (MICRO_BATCH_COUNTER, expr("micro"), MICRO_WHY, "patch"),
+        (EPOCH_INDEX, expr("i", "train.py:train_one_epoch"), EPOCH_WHY, "hook"),
+    ],
+    ids=["micro-batch-counter-hook", "micro-batch-counter-patch", "index-restarts-every-epoch"],
+)
+def test_a_counter_that_does_not_count_steps_falls_back(
+    tmp_path: Path, source: str, more: dict[str, str], why: str, mode: str
+) -> None:
+    """The counter nsysgen expected fails the run-time check before the window: the helper
+    numbers by its own count (here what the script logs), says why and marks it."""
+    run = run_script(tmp_path, source, window(4, 6, **more), mode=mode)
+    assert run.recorded == ["step 4", "step 5", "step 6"]
+    assert not run.mismatched
+    assert f"nsysgen: {why}: steps are numbered by nsysgen's count" in run.stderr
+    assert run.numbering[0].startswith("per_step=1 checked=")
+    assert f" fallback={why}: numbered by nsysgen's count" in run.numbering[0]
+
+
+CUDA_GRAPH = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for i in range(3):  # warm-up, eager
+    model(i).backward()
+    optimizer.step()
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    model(0).backward()
+    optimizer.step()
+for step in range(20):
+    graph.replay()
+"""
+
+
+@pytest.mark.parametrize("mode", ["hook", "patch"])
+def test_a_step_captured_into_a_cuda_graph_is_refused(tmp_path: Path, mode: str) -> None:
+    run = run_script(tmp_path, CUDA_GRAPH, window(5, 7), mode=mode)
+    assert (run.starts, run.recorded) == (0, [])
+    assert run.stderr == (
+        "nsysgen: an optimizer step is being captured into a CUDA graph (torch.cuda.graph): its "
+        "replays run no optimizer step in Python, so the helper cannot see steps; nothing is "
+        "recorded (use capture=window or capture=nvtx for this script)\n"
+    )
+
+
+class Fixed(Counter):
+    """A counter whose readings the test gives."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def read(self, frame: object) -> int | None:
+        return None
+
+
+def test_the_cycle_of_optimizers_is_the_shortest_seen_twice() -> None:
+    assert period([0]) == 1
+    assert period([0, 1]) is None
+    assert period([0, 1, 0]) is None
+    assert period([0, 1, 0, 1]) == 2
+    assert period([0, 0, 1, 0, 0, 1]) == 3  # two critic steps, then the generator
+    assert period([0, 1, 2, 0, 1, 2]) == 3  # a CycleGAN's three optimizers
+    assert period([0, 1, 1, 0]) is None
+
+
+def test_steps_are_judged_again_when_the_cycle_shows() -> None:
+    numbering = Numbering([Fixed("it")], None)
+    ended = [numbering.add(index, (value,)) for index, value in [(0, 7), (1, 7), (0, 8), (1, 8)]]
+    # The first optimizer step ends a step while one optimizer is known; the second optimizer
+    # makes the cycle unknown, and the fourth step shows it: two steps, numbered 7 and 8.
+    assert ended == [True, False, False, True]
+    assert (numbering.per_step, numbering.steps, numbering.chosen()) == (2, 2, 0)
+    assert (numbering.number_of_last(), numbering.checked) == (8, 1)
+
+
+def test_a_counter_that_changes_within_a_step_is_not_the_step_counter() -> None:
+    numbering = Numbering([Fixed("batch")], 2)
+    for index, value in [(0, 0), (1, 1), (0, 2), (1, 3)]:
+        numbering.add(index, (value,))
+    assert numbering.chosen() is None
+    assert numbering.failed == [
+        "batch changed within one training step of 2 optimizer steps (0, 1)"
+    ]
+    assert numbering.number_of_last() == 1  # the helper's own count: steps 0 and 1
+
+
+def test_an_unset_or_malformed_window_is_inactive() -> None:
+    for env in [
+        {},
+        {"NSYSGEN_PROFILE_FIRST_STEP": "3"},
+        {"NSYSGEN_PROFILE_FIRST_STEP": "x", "NSYSGEN_PROFILE_LAST_STEP": "5"},
+        {**window(3, 5), "NSYSGEN_PROFILE_OPTIMIZER_STEPS": "0"},
+        {**window(3, 5), "NSYSGEN_PROFILE_OPTIMIZER_STEPS": "two"},
+    ]:
+        assert StepWindow(env).active is False, env
+    assert StepWindow(window(3, 5)).active is True

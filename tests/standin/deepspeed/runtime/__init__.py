@@ -1,0 +1,1 @@
+"""deepspeed.runtime of the stand-in."""

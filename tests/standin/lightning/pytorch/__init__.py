@@ -1,0 +1,1 @@
+"""lightning.pytorch of the stand-in."""

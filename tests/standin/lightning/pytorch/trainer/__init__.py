@@ -1,0 +1,1 @@
+"""lightning.pytorch.trainer of the stand-in."""

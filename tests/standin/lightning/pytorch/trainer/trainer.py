@@ -1,0 +1,29 @@
+"""lightning.pytorch.trainer.trainer of the stand-in: automatic optimization as Lightning 2.x's
+loops order it. The training step's forward and backward run inside the optimizer's step (the
+closure); `global_step` counts the optimizer steps completed, so it is N while step N runs; the
+loggers then write the step's metrics at step N (`_batches_that_stepped`, incremented after)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class Trainer:
+    def __init__(self, max_steps: int = 10) -> None:
+        self.max_steps = max_steps
+        self.global_step = 0
+
+    def fit(self, module: Any) -> None:
+        optimizer = torch.optim.Adam(module.parameters())
+        batch = 0
+        while self.global_step < self.max_steps:
+
+            def closure(batch: int = batch) -> None:
+                module(batch).backward()
+
+            optimizer.step(closure)
+            self.global_step += 1  # optim_progress.optimizer.step.increment_completed()
+            print("@@ log", self.global_step - 1, flush=True)  # the logger's step
+            batch += 1
