@@ -13,7 +13,7 @@ from pathlib import Path
 from nsysgen.errors import Issue
 from nsysgen.model import Config, TrainingPatch
 from nsysgen.patching.patch import PatchError, analyse, patch_source, unified_patch
-from nsysgen.profile.workloads import METHOD_TEXT, ScriptSettings, step_method
+from nsysgen.profile.workloads import METHOD_TEXT, SourceSettings, step_method
 
 
 def training_patch(config: Config) -> TrainingPatch | Issue | None:
@@ -21,7 +21,7 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
     when the setup has no script to patch."""
     settings = config.workload.settings
     method = step_method(config)
-    if method not in ("hook", "patch") or not isinstance(settings, ScriptSettings):
+    if method not in ("hook", "patch") or not isinstance(settings, SourceSettings):
         return None
     if not settings.source:
         return None
@@ -55,7 +55,7 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
             ("step loop", f"{source_path}:{found.node.lineno} (in {found.scope})"),
             ("step number", numbered),
             ("accumulation", found.accumulation),
-            *_several(found.optimizers, config.capture.optimizer_steps or 1),
+            *_several(found.optimizers, config.capture.optimizer_steps),
             ("method", METHOD_TEXT[method]),
         )
     )
@@ -69,18 +69,18 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
     )
 
 
-def _several(optimizers: tuple[str, ...], per_step: int) -> tuple[tuple[str, str], ...]:
+def _several(optimizers: tuple[str, ...], per_step: int | None) -> tuple[tuple[str, str], ...]:
     """Several optimizers stepped in the loop: say how they are counted, before the run."""
     if len(optimizers) < 2:
         return ()
     names = ", ".join(optimizers)
-    if per_step == len(optimizers):
-        return (("optimizers", f"{names}: {per_step} optimizer steps make one step"),)
+    if per_step is not None:
+        return (("optimizers", f"{names}: {per_step} optimizer steps make one step (set)"),)
     return (
         (
             "optimizers",
-            f"{names} step in the loop: each optimizer step ends a step "
-            f"(capture.optimizer_steps={per_step}); set capture.optimizer_steps="
-            f"{len(optimizers)} if they make one training step",
+            f"{names} step in the loop: the helper learns before the window how many optimizer "
+            "steps make one training step (the cycle of distinct optimizers; "
+            "capture.optimizer_steps overrides it)",
         ),
     )

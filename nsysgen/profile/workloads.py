@@ -17,6 +17,7 @@ from nsysgen.model import Block, Config, Launch, WorkloadSettings, settings_as
 from nsysgen.output.render import ShellExpr
 from nsysgen.profile.ranks import explicit_ranks
 from nsysgen.shipped import STEP_WINDOW_FILE
+from nsysgen.shipped.step_window import LIBRARIES
 
 NEMO_OVERRIDES_FILE = "nemo-overrides.txt"
 WINDOW_HELPER_FILE = STEP_WINDOW_FILE
@@ -71,14 +72,21 @@ class BridgeSettings(WorkloadSettings):
 
 
 @dataclass(frozen=True)
-class ScriptSettings(WorkloadSettings):
+class SourceSettings(WorkloadSettings):
+    """A workload whose training script nsysgen may read (capture=steps): its step loop and
+    the counter that numbers its steps, read by the step helper while the program runs."""
+
+    source: str | None  # the script in this repository (nsysgen.profile.inputs reads it)
+    loop_line: int | None
+    step_expr: str | None
+
+
+@dataclass(frozen=True)
+class ScriptSettings(SourceSettings):
     """A script the workload runs, whose source may be patched for capture=steps."""
 
     script: str
     args: tuple[str, ...]
-    source: str | None  # the script in this repository (nsysgen.profile.inputs reads it)
-    loop_line: int | None
-    step_expr: str | None
 
 
 @dataclass(frozen=True)
@@ -92,9 +100,10 @@ class PythonSettings(ScriptSettings):
 
 
 @dataclass(frozen=True)
-class CommandSettings(WorkloadSettings):
+class CommandSettings(SourceSettings):
     """Any program and its arguments: a launcher (torchrun, deepspeed, mpirun), a shell
-    script, a binary, as the user's job runs it."""
+    script, a binary, as the user's job runs it; `source` the training script it runs, whose
+    counter numbers the steps (read, never patched: the command is the user's)."""
 
     argv: tuple[str, ...]
 
@@ -103,7 +112,9 @@ def typed_block(kind: type[Any], block: Block) -> Any:
     """A frozen settings dataclass from its schema-valid block (lists become tuples)."""
     values = {}
     for item in dataclasses.fields(kind):
-        value = block[item.name]
+        # A key that may be null may be left out (a --config-dir file older than the key).
+        optional = isinstance(item.type, str) and item.type.endswith("| None")
+        value = block.get(item.name) if optional else block[item.name]
         values[item.name] = tuple(value) if isinstance(value, list) else value
     return kind(**values)
 
@@ -174,27 +185,54 @@ def step_detection(config: Config) -> tuple[tuple[str, str], ...]:
     if method is None:
         return ()
     source = config.training_patch
-    if source is not None:
-        return source.detected
     native = workload_kind(config).native
-    if method == "native" and native is not None:
+    if method == "native" and native is not None and source is None:
         return (("method", native.method), ("step number", native.numbering))
+    if source is not None:
+        found = source.detected
+    elif method == "hook" and native is not None and native.at_step is not None:
+        read = f"{native.at_step} in {native.scope}: {native.numbering}"
+        found = (("method", METHOD_TEXT["hook"]), ("step number", read))
+    elif method == "hook":
+        found = (("method", METHOD_TEXT["hook"]), ("step number", _counted(config)))
+    else:
+        found = (
+            (
+                "method",
+                f"patch by hand ({WINDOW_HELPER_FILE}: window.open(step) at the loop's top)",
+            ),
+            ("step number", "the number given to window.open(step), else " + _counted(config)),
+        )
+    return (*found, ("checked", _checked(config)))
+
+
+def _counted(config: Config) -> str:
+    libraries = "; ".join(library.counter for library in LIBRARIES)
     counted = (
+        f"a library's counter where one owns the loop ({libraries}), read at run time; else "
         "the optimizer's own count (Adam's state 'step', which a resumed run restores), else "
         "nsysgen's count from 0: step N is the optimizer step taken after N steps"
     )
-    if isinstance(config.workload.settings, ScriptSettings):
+    if isinstance(config.workload.settings, SourceSettings):
         kind = config.workload.kind
         counted += f" (set workload.{kind}.source to number steps by the script's own counter)"
-    if method == "hook" and native is not None and native.at_step is not None:
-        read = f"{native.at_step} in {native.scope}: {native.numbering}"
-        return (("method", METHOD_TEXT["hook"]), ("step number", read))
-    if method == "hook":
-        return (("method", METHOD_TEXT["hook"]), ("step number", counted))
-    return (
-        ("method", f"patch by hand ({WINDOW_HELPER_FILE}: window.open(step) at the loop's top)"),
-        ("step number", "the number given to window.open(step), else " + counted),
+    return counted
+
+
+def _checked(config: Config) -> str:
+    """The run-time check of the counter, in the helper's words."""
+    first = config.capture.first_step
+    rule = (
+        "the helper numbers by a counter only if it advanced by exactly 1 from each training "
+        f"step to the next before step {first}; else by its own count, saying why on stderr "
+        "and in the report (nsysgen verify shows it)"
     )
+    if first is not None and first < 3:
+        rule += (
+            f"; with capture.first_step={first}, fewer than 2 training steps come before the "
+            "window: a counter cannot be checked (a later first_step lets it)"
+        )
+    return rule
 
 
 def marks_steps(config: Config) -> bool:
