@@ -43,12 +43,16 @@ def run_script(
     mode: str = "patch",
     extra_path: tuple[Path, ...] = (),
 ) -> Run:
-    """Run `source` as train.py: mode "patch" patches it, "hook" puts the helper on PYTHONPATH."""
+    """Run `source` as train.py: mode "patch" patches it, "hook" puts the helper on PYTHONPATH,
+    "beside" runs it as given with the helper beside it (a script that imports it itself)."""
     script = tmp_path / "train.py"
     path = [str(p) for p in extra_path]
     if mode == "patch":
         script.write_bytes(patch_source(source).encode())
         (tmp_path / STEP_WINDOW_FILE).write_text(HELPER)  # as the patch adds it
+    elif mode == "beside":
+        script.write_text(source)
+        (tmp_path / STEP_WINDOW_FILE).write_text(HELPER)
     else:
         script.write_text(source)
         path.insert(0, str(write_site(tmp_path / "nsysgen-site")))

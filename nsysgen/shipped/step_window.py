@@ -463,6 +463,44 @@ class StepWindow:
 
     begin = open  # the name of earlier releases
 
+    def attach(self, trainer: Any) -> None:
+        """Where a library owns the loop (training-loop.patch calls this before `.train()` or
+        `.fit()`): a callback of the library opens each step at its start, numbered as the
+        library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
+        micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
+        `trainer.global_step` (a micro-batch of the same step opens nothing new)."""
+        if not self.active:
+            return
+        try:
+            self._attach(trainer)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _attach(self, trainer: Any) -> None:
+        window = self
+        modules = {c.__module__.partition(".")[0] for c in type(trainer).__mro__}
+        if "transformers" in modules:
+            base: Any = __import__("transformers").TrainerCallback
+
+            class HuggingFaceSteps(base):  # type: ignore[misc]
+                def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                    window.open(state.global_step + 1)
+
+            trainer.add_callback(HuggingFaceSteps())
+            return
+        package = next((m for m in ("lightning", "pytorch_lightning") if m in modules), None)
+        if package is None:
+            names = ", ".join(sorted(modules))
+            raise TypeError(f"no step callback for a trainer of {names}")
+        callbacks = __import__(f"{package}.pytorch" if package == "lightning" else package)
+        callback: Any = (callbacks.pytorch if package == "lightning" else callbacks).Callback
+
+        class LightningSteps(callback):  # type: ignore[misc]
+            def on_train_batch_start(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
+                window.open(trainer.global_step)
+
+        trainer.callbacks.append(LightningSteps())
+
     def end(self, ended: bool = True) -> None:
         """Earlier releases ended steps here; now the optimizer step ends them."""
 
@@ -760,6 +798,10 @@ def _trains() -> bool:
 
 
 window = StepWindow()
+if "torch.optim.optimizer" in sys.modules:
+    # Imported by a patched script, after its own imports: hook the optimizers now, so that
+    # optimizer steps before the loop's first open() (a warm-up, a CUDA graph's capture) count.
+    window.install()
 
 
 def arm() -> None:

@@ -45,8 +45,20 @@ RUN_FOLDER = re.compile(r"job([0-9]+)")
 FETCHED_RUN = re.compile(r"run-[0-9]{8}T[0-9]{6}Z")
 NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
 NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
-# The step helper's mark: the step's number, the optimizer's class and index in its process.
+# The step helper's mark: the number of the step range it is in, the optimizer's class and
+# index in its process.
 OPTIMIZER_MARK = re.compile(r"nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?")
+# What may follow it: the program's counter that numbered the steps and the value it had at this
+# optimizer step. The counter is the program's own expression, which may hold " = " itself: the
+# value is after the last one.
+COUNTER_READ = re.compile(r" \| (.+) = (-?\d+)", re.DOTALL)
+# The helper's mark as the window opens, once per recording process: how many optimizer steps
+# make one training step, how many of the counter's advances it checked before the window, and
+# what numbers the steps (the program's counter, nsysgen's own count, or nsysgen's count because
+# the counter failed the check: the text says why).
+NUMBERING_MARK = re.compile(
+    r"nsysgen numbering per_step=(\d+) checked=(\d+) (counter|count|fallback)=(.*)", re.DOTALL
+)
 _NS = 1e9
 # Planned report names hold <token>s for what only the run knows (<jobid>, <host3>, <pid0>).
 TOKEN = re.compile(r"<([A-Za-z0-9_]+)>")
@@ -55,6 +67,17 @@ ANY = r"[^/]*?"
 
 class BadInput(Exception):
     """Input that verify cannot work with: exit 2 with this message."""
+
+
+@dataclass
+class Numbering:
+    """How the step helper numbered the steps of one process of a report (its numbering mark)."""
+
+    process: int  # the pid
+    source: str  # counter | count | fallback
+    text: str  # the counter; how nsysgen counted; or why the counter was not used
+    per_step: int  # optimizer steps per training step, as the helper learned or was told
+    checked: int  # the counter's step-to-step advances checked before the window (0: none)
 
 
 @dataclass
@@ -68,6 +91,7 @@ class Finding:
     problems: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    numbering: list[Numbering] = field(default_factory=list)  # per process, where marked
 
 
 @dataclass
@@ -442,6 +466,8 @@ class Contents:
     # optimizer-step mark of the step helper, for the one-optimizer-step-per-step check.
     spans: list[tuple[int, int, int, str]] = field(default_factory=list)
     marks: list[tuple[int, int, str]] = field(default_factory=list)
+    # (process, time, text) of the helper's numbering marks: how each process numbered its steps.
+    numbering: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 def _count(db: sqlite3.Connection, table: str, where: str = "") -> int:
@@ -459,6 +485,7 @@ def read_contents(sqlite_file: Path) -> Contents:
         ranges: list[str] = []
         spans: list[tuple[int, int, int, str]] = []
         marks: list[tuple[int, int, str]] = []
+        numbering: list[tuple[int, int, str]] = []
         if _count(db, "NVTX_EVENTS"):
             types = ",".join(map(str, NVTX_RANGE_TYPES + NVTX_MARK_TYPES))
             rows = db.execute(
@@ -474,6 +501,8 @@ def read_contents(sqlite_file: Path) -> Contents:
                 if kind in NVTX_MARK_TYPES:
                     if str(text).startswith("nsysgen optimizer step "):
                         marks.append((int(process), int(start), str(text)))
+                    elif str(text).startswith("nsysgen numbering "):
+                        numbering.append((int(process), int(start), str(text)))
                     continue
                 ranges.append(str(text))
                 if end is not None:
@@ -495,6 +524,7 @@ def read_contents(sqlite_file: Path) -> Contents:
             dropped=_dropped_events(db),
             spans=spans,
             marks=marks,
+            numbering=numbering,
         )
 
 
@@ -1075,6 +1105,7 @@ def _check_one(
     finding.problems += checked.problems
     finding.causes += checked.causes
     finding.notes += checked.notes
+    finding.numbering += checked.numbering
     return finding
 
 

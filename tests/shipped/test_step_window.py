@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.shipped.step_window import LIBRARIES, Counter, Numbering, StepWindow, period
+from nsysgen.shipped.step_window import (
+    HINT_COUNTER,
+    LIBRARIES,
+    Counter,
+    Numbering,
+    StepWindow,
+    period,
+)
 from tests.stepruns import run_script
 
 FB = ["forward", "backward"]
@@ -79,6 +86,47 @@ def test_a_library_loop_is_numbered_as_the_library_logs(
     assert run.numbering[0].endswith(f" counter={counter}")
     mark = next(e for e in run.steps["step 6"] if e.startswith("mark "))
     assert mark.endswith(f" | {counter} = 6")
+
+
+@pytest.mark.parametrize(
+    ("source", "inside"),
+    [
+        (
+            HF_TRAINER.replace("Trainer(model", "trainer = Trainer(model").replace(
+                ").train()", ")"
+            ),
+            [*FB * 4, *OM],
+        ),
+        (
+            LIGHTNING.replace(
+                "L.Trainer(max_steps=12).fit(torch.nn.Linear(4, 4))",
+                "trainer = L.Trainer(max_steps=12)",
+            ),
+            [*FB, *OM],
+        ),
+    ],
+    ids=["transformers", "lightning"],
+)
+def test_a_library_callback_opens_each_step(tmp_path: Path, source: str, inside: list[str]) -> None:
+    """Patch mode where the loop is the library's: the patch attaches the library's callback,
+    which opens each step at its start with the number the library logs."""
+    run_call = (
+        "trainer.train()" if "transformers" in source else "trainer.fit(torch.nn.Linear(4, 4))"
+    )
+    script = (
+        source
+        + "from nsysgen_window import window as _nsysgen_window\n"
+        + "_nsysgen_window.attach(trainer)  # nsysgen\n"
+        + run_call
+        + "\n"
+    )
+    run = run_script(tmp_path, script, window(5, 7), mode="beside")
+    assert run.recorded == ["step 5", "step 6", "step 7"]
+    assert not run.mismatched and run.outside_marks == 0
+    for n in (5, 6, 7):
+        assert run.inside(n) == inside, n
+    assert run.numbering[0].startswith("per_step=1 checked=")
+    assert f"counter={HINT_COUNTER}" in run.numbering[0]
 
 
 def test_library_counters_say_what_verify_and_plan_say() -> None:
@@ -176,9 +224,16 @@ for step in range(20):
 """
 
 
-@pytest.mark.parametrize("mode", ["hook", "patch"])
+@pytest.mark.parametrize("mode", ["hook", "beside"])
 def test_a_step_captured_into_a_cuda_graph_is_refused(tmp_path: Path, mode: str) -> None:
-    run = run_script(tmp_path, CUDA_GRAPH, window(5, 7), mode=mode)
+    """At run time (compile time refuses it where the source shows it): zero-patch, and a loop
+    edited by hand to open each replayed step."""
+    source = CUDA_GRAPH
+    if mode == "beside":
+        source = source.replace(
+            "import torch\n", "import torch\nfrom nsysgen_window import window\n"
+        ).replace("    graph.replay()", "    window.open(step)\n    graph.replay()")
+    run = run_script(tmp_path, source, window(5, 7), mode=mode)
     assert (run.starts, run.recorded) == (0, [])
     assert run.stderr == (
         "nsysgen: an optimizer step is being captured into a CUDA graph (torch.cuda.graph): its "

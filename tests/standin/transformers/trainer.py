@@ -17,17 +17,28 @@ class TrainingArguments:
         self.gradient_accumulation_steps = gradient_accumulation_steps
 
 
+class TrainerCallback:
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        pass
+
+
 class Trainer:
     def __init__(self, model: Any, args: TrainingArguments) -> None:
         self.model, self.args = model, args
         self.optimizer = torch.optim.AdamW(model.parameters())
         self.state = SimpleNamespace(global_step=0)
+        self.callbacks: list[TrainerCallback] = []
+
+    def add_callback(self, callback: TrainerCallback) -> None:
+        self.callbacks.append(callback)
 
     def train(self) -> None:
         self._inner_training_loop()
 
     def _inner_training_loop(self) -> None:
         while self.state.global_step < self.args.max_steps:
+            for callback in self.callbacks:  # on_step_begin: before the step's micro-batches
+                callback.on_step_begin(self.args, self.state, None)
             for micro in range(self.args.gradient_accumulation_steps):
                 self.training_step(micro)
             self.optimizer.step()

@@ -14,11 +14,14 @@ class Trainer:
     def __init__(self, max_steps: int = 10) -> None:
         self.max_steps = max_steps
         self.global_step = 0
+        self.callbacks: list[Any] = []
 
     def fit(self, module: Any) -> None:
         optimizer = torch.optim.Adam(module.parameters())
         batch = 0
         while self.global_step < self.max_steps:
+            for callback in self.callbacks:
+                callback.on_train_batch_start(self, module, batch, batch)
 
             def closure(batch: int = batch) -> None:
                 module(batch).backward()
