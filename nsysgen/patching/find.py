@@ -27,19 +27,43 @@ while the optimizer steps. A counter logged with an offset (`logkv("step", self.
 self.resume_step)`) numbers by that sum. Without a loop variable or counter that numbers
 optimizer steps (an index that counts micro-batches or restarts every epoch does not; neither
 does the index of a loop over a data loader in a function this file never calls, such as
-`train_one_epoch`), both are None and steps are numbered by the optimizer's own count. A
-DeepSpeed engine's `global_steps`, where the script reads it, is such a counter.
+`train_one_epoch`, nor that of `itertools.count()` in a function given the caller's running
+`step`), both are None and steps are numbered by the optimizer's own count. A DeepSpeed engine's
+`global_steps`, where the script reads it, is such a counter. A counter set to 0 every epoch
+(`self.step = 0` before the loop of an epoch function) numbers no steps either.
+
+Where neither the loop's index nor a counter numbers steps, or where the script logs another
+number than its index, the step's number is what the script logs or computes: a value its logs
+label as a step (`step=`, a TensorBoard global_step, `f"Iteration {k + 1}"`), or an epoch offset
+plus the index (`batches_done = epoch * len(dataloader) + i`, `nbatches * k + j + 1`), read as
+the variable where it is set before the optimizer step and as its expression where it is set
+after (the GAN's number assigned after its three optimizer steps). Several such numbers: none.
+
+No loop of the file trains: a function that runs a whole step and that the file never calls is
+the unit (`def train_step(batch, ..., iteration)`, called by another file's loop), numbered by
+its step parameter; a loop that calls a step function passed in as a parameter trains
+(`train_epoch(_train_step, ...)`). A loop that a library runs (`Trainer(...).train()`,
+Lightning's `Trainer(...).fit(...)`, nsysgen.patching.library) is reported as such
+(LibraryLoopError), and an optimizer step captured into a CUDA graph is refused
+(nsysgen.patching.graphs): its replays run no optimizer step the helper can see.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeGuard
+
+from nsysgen.patching.graphs import captured_step, captures
+from nsysgen.patching.library import LibraryLoop, library_loop
+from nsysgen.patching.logged import is_log_call, offset, shows, step_arguments
+from nsysgen.patching.syntax import Function, names_in, parameters
+from nsysgen.patching.syntax import direct_calls as _direct_calls
+from nsysgen.patching.syntax import last_name as _last_name
 
 Loop = ast.For | ast.While
-Function = ast.FunctionDef | ast.AsyncFunctionDef
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Block = list[ast.stmt]
 # Method names that torch and the standard library use on their own objects: `model.train()`
 # is not a call to a Trainer.train defined in the same file.
@@ -63,11 +87,6 @@ _GRAD_HOOKS = frozenset({"register_post_accumulate_grad_hook", "register_hook"})
 # runs only at the boundary of a gradient accumulation: `is_accumulating`, `sync_gradients`,
 # `is_gradient_accumulation_boundary()`, besides any `%`.
 _GATE_WORDS = ("accum", "sync_gradients", "boundary")
-_LOG_TOKENS = frozenset(
-    {"log", "logs", "logger", "logging", "print", "report", "info", "debug", "warning", "metrics",
-     "scalar", "scalars", "postfix", "description", "logkv", "logkvs"}
-)  # fmt: skip
-_NOT_LOGS = ("logit", "logical", "logsumexp", "log_softmax", "logaddexp", "log1p", "log2")
 _JUMPS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 STEP, BACKWARD = "optimizer step", "backward"
 
@@ -96,14 +115,39 @@ COUNTER_LOGGED = "counter, logged after its increment"
 ENGINE_COUNTER = "engine's global_steps"
 ENGINE_COUNTER_LOGGED = "engine's global_steps, logged after its increment"
 OPTIMIZER_COUNT = "the optimizer's count of steps"
+PARAMETER = "the step function's parameter"
+LOGGED = "the number the script logs"
+COMPUTED = "the iteration's number the script computes"
+
+
+NO_LOOP = (
+    "found no training loop (a for or while loop that reaches .backward() or an optimizer's "
+    ".step(), directly or through functions of this file)"
+)
+LOOP_HINT = "set loop_line to the line of the step loop's `for` or `while`"
 
 
 class FindError(Exception):
-    """No step loop or no counter could be told apart; `setting` is the fix to name."""
+    """No step loop or no counter could be told apart, or the script cannot be recorded by
+    step; `setting` is the fix to name (None: the script itself)."""
 
     def __init__(self, message: str, setting: str | None = None) -> None:
         super().__init__(message)
         self.setting = setting
+
+
+class LibraryLoopError(FindError):
+    """The training loop is a library's (`loop` says which and where): there is no loop of the
+    script's own to patch, and the library's counter numbers the steps."""
+
+    def __init__(self, loop: LibraryLoop) -> None:
+        library = loop.library
+        super().__init__(
+            f"the training loop is the {library.display}'s (`{loop.call}` at line {loop.line}), "
+            f"not a loop of this file: its steps are numbered by the {library.display}'s own "
+            f"counter ({library.counter})"
+        )
+        self.loop = loop
 
 
 @dataclass(frozen=True)
@@ -129,10 +173,12 @@ class StepLoop:
         step. None: steps are numbered by the optimizer's own count.
     counter: how steps are numbered, in words (plan, tests, the README table).
     scope: the name of the function that holds the step loop, "<module>" at module level.
+    node: the step loop; or, where a loop in another file calls this file's training step,
+        the function that runs one step (patch mode opens a step at the top of its body).
     accumulation: the form of gradient accumulation found, one of ACCUMULATIONS.
     """
 
-    node: Loop
+    node: Loop | Function
     site: StepSite
     step: str | None
     counter: str = field(default="")
@@ -142,32 +188,36 @@ class StepLoop:
     optimizers: tuple[str, ...] = ()  # the optimizers the loop steps, as written
 
 
-def _direct_calls(node: ast.AST) -> Iterator[ast.Call]:
-    """Calls inside `node`, not looking into nested functions, classes or lambdas."""
-    todo = list(ast.iter_child_nodes(node))
-    if isinstance(node, ast.Call):
-        yield node
-    while todo:
-        child = todo.pop()
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(child, ast.Call):
-            yield child
-        todo.extend(ast.iter_child_nodes(child))
+# Things stepped in a training loop that are not optimizers, however they were built
+# (`torch.optim.lr_scheduler.OneCycleLR(...)`, `torch.optim.swa_utils.SWALR(...)`) or named
+# (`opt_param_scheduler`, `ema_optimizer`): LR schedulers, weight averages, loss scalers.
+_NOT_OPTIMIZER_PARTS = ("sched", "swa", "scaler", "warmup", "averag")
+_NOT_OPTIMIZER_WORDS = frozenset({"ema", "lr", "sched", "schedule", "scheduler", "swa"})
 
 
-def _last_name(node: ast.expr) -> str:
-    """`self.optimizer` -> "optimizer", `opts[0]` -> "opts": what a variable is called."""
-    while isinstance(node, (ast.Subscript, ast.Call)):
-        node = node.value if isinstance(node, ast.Subscript) else node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
+def _says_not_optimizer(name: str) -> bool:
+    """`lr_scheduler`, `opt_param_scheduler`, `ema_optimizer`, `WeightEMA`, `GradScaler`."""
+    lowered = name.lower()
+    words = set(re.split(r"[_.]+|(?<=[a-z])(?=[A-Z])", name.replace("EMA", "_ema_").strip("_")))
+    return any(part in lowered for part in _NOT_OPTIMIZER_PARTS) or bool(
+        {word.lower() for word in words} & _NOT_OPTIMIZER_WORDS
+    )
 
 
 def _names_optimizer(name: str) -> bool:
     lowered = name.lower()
+    if _says_not_optimizer(name):
+        return False
     return "optim" in lowered or lowered.startswith("opt")
+
+
+def _builds_optimizer(call: ast.Call) -> bool:
+    """`torch.optim.AdamW(...)`, `build_optimizer(...)`; not `optim.lr_scheduler.LambdaLR(...)`,
+    `torch.optim.swa_utils.AveragedModel(...)`."""
+    text = ast.unparse(call.func)
+    if _says_not_optimizer(text):
+        return False
+    return _names_optimizer(_last_name(call.func)) or "optim" in text.lower()
 
 
 def _names_engine(name: str) -> bool:
@@ -191,6 +241,19 @@ def _deepspeed_engines(tree: ast.Module, optimizers: set[str]) -> set[str]:
             if len(elements) > 1:
                 optimizers.add(ast.unparse(elements[1]))
     return engines
+
+
+def _argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    """The argument `call` passes as the parameter `name`, at `position` if positional."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    arguments = call.args
+    if 0 <= position < len(arguments) and not any(
+        isinstance(a, ast.Starred) for a in arguments[: position + 1]
+    ):
+        return arguments[position]
+    return None
 
 
 class Script:
@@ -218,10 +281,10 @@ class Script:
             for node in ast.walk(tree)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             for target in node.targets
-            if _names_optimizer(_last_name(node.value.func))
-            or "optim" in ast.unparse(node.value.func).lower()
+            if _builds_optimizer(node.value) and not _says_not_optimizer(ast.unparse(target))
         }
         self.engines = _deepspeed_engines(tree, self.optimizers)
+        self.captures = captures(tree)
         self._reach: dict[ast.AST, frozenset[str]] = {}
         self.loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))]
         self.loops.sort(key=lambda loop: (loop.lineno, loop.col_offset))
@@ -279,7 +342,7 @@ class Script:
         """The functions of this file that `call` may run."""
         func = call.func
         if isinstance(func, ast.Name):
-            return self.functions.get(func.id, [])
+            return self.functions.get(func.id) or self.passed_in(call)
         if not isinstance(func, ast.Attribute):
             return []
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
@@ -290,6 +353,51 @@ class Script:
         if func.attr in _FOREIGN_METHODS:
             return []
         return self.methods.get(func.attr, [])
+
+    def passed_in(self, call: ast.Call) -> list[Function]:
+        """`step_fn(batch)` where step_fn is a parameter: the functions of this file that the
+        callers of the enclosing function pass as that parameter (`train(model, train_step)`)."""
+        function = self.function_of(call)
+        if not isinstance(call.func, ast.Name) or function is None:
+            return []
+        names = parameters(function)
+        if call.func.id not in names:
+            return []
+        position = names.index(call.func.id)
+        if isinstance(self.parent.get(function), ast.ClassDef) and names[:1] in (["self"], ["cls"]):
+            position -= 1  # `obj.train(...)` passes self itself
+        found: list[Function] = []
+        for site in ast.walk(self.tree):
+            if isinstance(site, ast.Call) and _last_name(site.func) == function.name:
+                argument = _argument(site, call.func.id, position)
+                name = _last_name(argument) if argument is not None else ""
+                found += self.functions.get(name, []) + self.methods.get(name, [])
+        return found
+
+    def calls_step_parameter(self, call: ast.Call) -> bool:
+        """`_train_step(batch, ..., iteration)` where `_train_step` is a parameter that no caller
+        in this file fills: a training step passed in from another file (its name says so)."""
+        func = call.func
+        if not isinstance(func, ast.Name) or func.id in self.functions:
+            return False
+        function = self.function_of(call)
+        return (
+            function is not None
+            and func.id in parameters(function)
+            and "step" in func.id.lower()
+            and not self.passed_in(call)
+        )
+
+    def replays_backward(self, call: ast.Call) -> bool:
+        """`g.replay()` of a CUDA graph that captured a backward (but no optimizer step)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "replay"):
+            return False
+        graph = ast.unparse(func.value)
+        return any(
+            capture.graph == graph and self.reaches_block(capture.body, BACKWARD)
+            for capture in self.captures
+        )
 
     def is_engine(self, receiver: ast.expr) -> bool:
         return ast.unparse(receiver) in self.engines or _names_engine(_last_name(receiver))
@@ -312,10 +420,13 @@ class Script:
             return True  # DeepSpeed's pipeline engine: a whole step, micro-batches and all
         if func.attr != "step":
             return False
-        if _names_optimizer(_last_name(receiver)) or ast.unparse(receiver) in self.optimizers:
+        name = _last_name(receiver)
+        if _names_optimizer(name) or ast.unparse(receiver) in self.optimizers:
             return True
         if self.is_engine(receiver):
             return True
+        if _says_not_optimizer(name) and "scaler" not in name.lower():
+            return False  # lr_scheduler.step(), ema.step(): not an optimizer, whatever its args
         # GradScaler: scaler.step(optimizer)
         return any(_names_optimizer(_last_name(arg)) for arg in call.args)
 
@@ -341,8 +452,10 @@ class Script:
         for call in _direct_calls(node):
             if self.is_optimizer_step(call):
                 found.add(STEP)
-            if self.is_backward(call):
+            if self.is_backward(call) or self.replays_backward(call):
                 found.add(BACKWARD)
+            if self.calls_step_parameter(call):
+                found |= {STEP, BACKWARD}
             for callee in self.callees(call):
                 found |= self.reaches(callee)
         self._reach[node] = frozenset(found)
@@ -363,7 +476,7 @@ class Script:
                         todo.append(callee)
         return found
 
-    def encloses(self, outer: Loop, inner: Loop) -> bool:
+    def encloses(self, outer: ast.AST, inner: ast.AST) -> bool:
         """`inner` runs inside `outer`: written in its body, or in a function it calls."""
         if outer is inner:
             return False
@@ -375,7 +488,7 @@ class Script:
             node = self.parent.get(node)
         return False
 
-    def runs_repeatedly(self, loop: Loop) -> bool:
+    def runs_repeatedly(self, loop: Loop | Function) -> bool:
         """The loop may start more than once per run (inside an epoch loop, say)."""
         seen: set[ast.AST] = set()
         todo: list[ast.AST] = [loop]
@@ -443,7 +556,13 @@ def _where(script: Script, loop: Loop) -> str:
     return f"line {loop.lineno}" + (f" (in {function.name})" if function else "")
 
 
-def find_step_loop(script: Script, loop_line: int | None) -> Loop:
+def _replays(script: Script, loop: Loop) -> bool:
+    return any(script.replays_backward(call) for call in _direct_calls(loop))
+
+
+def find_step_loop(script: Script, loop_line: int | None) -> Loop | None:
+    """The step loop: the one at `loop_line`, else the innermost loop that trains; None when
+    no loop of this file trains."""
     loops = script.loops
     if loop_line is not None:
         chosen = [loop for loop in loops if loop.lineno == loop_line]
@@ -462,19 +581,18 @@ def find_step_loop(script: Script, loop_line: int | None) -> Loop:
     candidates = [loop for loop in loops if reach[loop] and back[loop]]
     candidates = candidates or [loop for loop in loops if reach[loop]]
     candidates = candidates or [loop for loop in loops if back[loop]]
+    # A CUDA graph's replays are the training; the eager iterations before its capture only
+    # warm it up (PyTorch's CUDA graphs notes).
+    replaying = [loop for loop in candidates if _replays(script, loop)]
+    candidates = replaying or candidates
     innermost = [
         loop for loop in candidates if not any(script.encloses(loop, other) for other in candidates)
     ]
-    hint = "set loop_line to the line of the step loop's `for` or `while`"
     if not innermost:
-        raise FindError(
-            "found no training loop (a for or while loop that reaches .backward() or an "
-            f"optimizer's .step(), directly or through functions of this file); {hint}",
-            "loop_line",
-        )
+        return None
     if len(innermost) > 1:
         where = ", ".join(_where(script, loop) for loop in innermost)
-        raise FindError(f"found several step loops: {where}; {hint}", "loop_line")
+        raise FindError(f"found several step loops: {where}; {LOOP_HINT}", "loop_line")
     return innermost[0]
 
 
@@ -511,7 +629,7 @@ def _has_gate_words(node: ast.AST) -> bool:
 class _Locator:
     """Finds the block that runs once per optimizer step, and the accumulation form."""
 
-    def __init__(self, script: Script, loop: Loop) -> None:
+    def __init__(self, script: Script, loop: Loop | Function) -> None:
         self.script, self.loop = script, loop
         # What names are assigned in the loop body (`is_accumulating = i % n != 0`), per name.
         self.assigned: dict[str, list[ast.expr]] = {}
@@ -721,6 +839,55 @@ def _increment(statement: ast.stmt, gate: str | None = None) -> ast.expr | None:
     return target if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) else None
 
 
+def _zeroes(node: ast.AST, text: str) -> bool:
+    """`text = 0` (or any number), alone or in a tuple assignment."""
+    if not isinstance(node, ast.Assign):
+        return False
+    for target in node.targets:
+        pairs = [(target, node.value)]
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+            pairs = list(zip(target.elts, node.value.elts, strict=False))
+        for one, value in pairs:
+            if ast.unparse(one) == text and isinstance(value, ast.Constant):
+                return isinstance(value.value, int)
+    return False
+
+
+_ITERATION_NAMES = frozenset(
+    {"it", "i_iter", "iter_num", "iter_idx", "global_iter", "cur_iter", "curr_iter"}
+)
+
+
+def _says_step_number(name: str) -> bool:
+    """`step`, `global_step`, `iteration`, `it`, `iter_num`: a parameter that holds the step's
+    number; not `max_steps`, `num_iters`, `steps_per_epoch` (limits and sizes)."""
+    lowered = name.lower().strip("_")
+    if lowered in _ITERATION_NAMES:
+        return True
+    words = lowered.split("_")
+    if words[0] in ("max", "num", "n", "total") or lowered.endswith("s") or "per" in words:
+        return False
+    if {"start", "resume", "init", "first", "last"} & set(words):
+        return False  # where a run starts or ends, not the step in progress
+    # `iter` alone names iterators too (`data_iter`, `train_iter`), and `step_fn` a function.
+    while len(words) > 1 and words[-1] in ("idx", "num", "count", "no", "id", "index"):
+        words.pop()
+    return words[-1] in ("step", "iteration")
+
+
+def _step_parameters(function: Function) -> list[str]:
+    """The parameters that hold a step's number: named so (`step`, `global_step`, `iteration`)
+    and not called (`train_step(batch)` is a function)."""
+    called = {call.func.id for call in _direct_calls(function) if isinstance(call.func, ast.Name)}
+    return [name for name in parameters(function) if _says_step_number(name) and name not in called]
+
+
+def _runs_per_epoch(function: Function) -> bool:
+    """`def train_one_epoch(...)`, or a function given the caller's running step count: runs
+    once per epoch, so what it starts from 0 starts again every epoch."""
+    return "epoch" in function.name.lower() or bool(_step_parameters(function))
+
+
 def _declares(function: Function | None, name: str) -> bool:
     """`global name` or `nonlocal name` in `function`: the name outlives its frame."""
     return function is not None and any(
@@ -729,7 +896,7 @@ def _declares(function: Function | None, name: str) -> bool:
     )
 
 
-def _stop_tests(loop: Loop) -> list[ast.expr]:
+def _stop_tests(loop: Loop | Function) -> list[ast.expr]:
     """Conditions that end the loop: the while test, `if ...: break`."""
     tests: list[ast.expr] = [loop.test] if isinstance(loop, ast.While) else []
     for node in ast.walk(loop):
@@ -740,7 +907,9 @@ def _stop_tests(loop: Loop) -> list[ast.expr]:
     return tests
 
 
-def _choose_counter(script: Script, loop: Loop, found: list[ast.expr]) -> ast.expr | None:
+def _choose_counter(
+    script: Script, loop: Loop | Function, found: list[ast.expr]
+) -> ast.expr | None:
     texts = {script.segment(target): target for target in found}
     names = sorted(texts)
     if len(names) <= 1:
@@ -772,45 +941,6 @@ def _choose_counter(script: Script, loop: Loop, found: list[ast.expr]) -> ast.ex
 # What the script logs ----------------------------------------------------------------------
 
 
-def _is_log_call(call: ast.Call) -> bool:
-    """print, logger.info, wandb.log, accelerator.log, writer.add_scalar, set_postfix,
-    set_description, training_log, report_step_metrics, print_rank_0, ..."""
-    name = _last_name(call.func).lower()
-    if not name or name.startswith(_NOT_LOGS):
-        return False
-    return name.startswith("log") or bool(set(re.split(r"_+", name)) & _LOG_TOKENS)
-
-
-def _shows(expr: ast.expr, texts: set[str], carriers: set[str]) -> bool:
-    """`expr` shows the value of one of `texts` as it is: an f-string field, an argument of
-    str.format or %, a dict value, `metrics["step"]` of a dict that holds it."""
-    if ast.unparse(expr) in texts or ast.unparse(expr) in carriers:
-        return True
-    if isinstance(expr, ast.Subscript):
-        return ast.unparse(expr.value) in carriers
-    children: list[ast.expr] = []
-    if isinstance(expr, ast.JoinedStr):
-        children = expr.values
-    elif isinstance(expr, ast.FormattedValue):
-        children = [expr.value]
-    elif isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-        children = expr.elts
-    elif isinstance(expr, ast.Dict):
-        children = [value for value in expr.values if value is not None]
-    elif isinstance(expr, ast.Starred):
-        children = [expr.value]
-    elif isinstance(expr, ast.Call) and _last_name(expr.func) in ("format", "str", "int", "dict"):
-        children = [*expr.args, *(keyword.value for keyword in expr.keywords)]
-    elif (
-        isinstance(expr, ast.BinOp)
-        and isinstance(expr.op, ast.Mod)
-        and isinstance(expr.left, ast.Constant)
-        and isinstance(expr.left.value, str)
-    ):
-        children = [expr.right]
-    return any(_shows(child, texts, carriers) for child in children)
-
-
 @dataclass(frozen=True)
 class _Logged:
     before: bool  # some log shows the counter after the optimizer step, before its increment
@@ -829,7 +959,7 @@ def _logged(
     texts = {text}
     carriers: dict[str, int] = {}  # names that hold the counter as it was at their assignment
     before = after = False
-    offset: str | None = None
+    found_offset: str | None = None
     for index, entry in enumerate(stream):
         statement = entry.statement
         if (
@@ -842,16 +972,16 @@ def _logged(
             isinstance(statement, ast.Assign)
             and len(statement.targets) == 1
             and not isinstance(statement.targets[0], ast.Tuple)
-            and _shows(statement.value, texts, set(carriers))
+            and shows(statement.value, texts, set(carriers))
             and ast.unparse(statement.targets[0]) != text
         ):
             carriers[ast.unparse(statement.targets[0])] = index
         for call in _direct_calls(statement):
-            if not _is_log_call(call):
+            if not is_log_call(call):
                 continue
             arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
             for argument in arguments:
-                if not _shows(argument, texts, set(carriers)):
+                if not shows(argument, texts, set(carriers)):
                     continue
                 at = min(
                     [index]
@@ -863,29 +993,8 @@ def _logged(
                 )
                 before = before or stepping <= at < increment
                 after = after or at > increment
-            offset = offset or _offset(call, text)
-    return _Logged(before, after, offset)
-
-
-def _offset(call: ast.Call, text: str) -> str | None:
-    """`logkv("step", self.step + self.resume_step)`, `log(..., step=it + start)`: the term
-    the script adds to the counter when it logs the step number."""
-    labelled: list[ast.expr] = [
-        keyword.value
-        for keyword in call.keywords
-        if keyword.arg and ("step" in keyword.arg or "iter" in keyword.arg)
-    ]
-    for label, value in zip(call.args, call.args[1:], strict=False):
-        text_label = label.value if isinstance(label, ast.Constant) else None
-        if isinstance(text_label, str) and ("step" in text_label or "iter" in text_label):
-            labelled.append(value)
-    for value in labelled:
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-            left, right = ast.unparse(value.left), ast.unparse(value.right)
-            other = value.right if left == text else value.left if right == text else None
-            if isinstance(other, (ast.Name, ast.Attribute)) and text not in ast.unparse(other):
-                return ast.unparse(other)
-    return None
+            found_offset = found_offset or offset(call, text)
+    return _Logged(before, after, found_offset)
 
 
 # The numbering -----------------------------------------------------------------------------
@@ -938,37 +1047,64 @@ class _Numbering:
 
 
 class _Numberer:
-    def __init__(self, script: Script, loop: Loop, found: _Site) -> None:
+    def __init__(self, script: Script, loop: Loop | Function, found: _Site) -> None:
         self.script, self.loop, self.found = script, loop, found
-        self.function = script.function_of(loop)
+        # A step function (no loop in this file) numbers steps in its own frame.
+        self.function = loop if isinstance(loop, _FUNCTIONS) else script.function_of(loop)
         self.stream = _stream(script, loop.body, found.site, found.site.block is None)
+        self.reset: list[str] = []  # counters left out: they start again every epoch
 
     def number(self) -> _Numbering:
-        script, loop, found = self.script, self.loop, self.found
-        micro = found.site.block is not None or found.form in (ENGINE, CONTINUE, ACCUMULATE)
-        repeated = script.runs_repeatedly(loop)
-        variable = _loop_variable(loop) if isinstance(loop, ast.For) else None
-        elsewhere = (
-            variable is not None
-            and variable[1] not in _NUMBERING
-            and self.function is not None
-            and not script.called_in_file(self.function)
-        )
-        if variable is not None and not (micro or repeated or elsewhere):
-            return _Numbering(variable[0], variable[0], LOOP_VARIABLE)
+        if isinstance(self.loop, _FUNCTIONS):
+            return self._number_function(self.loop)
+        variable = _loop_variable(self.loop) if isinstance(self.loop, ast.For) else None
+        restarts = self._restarts(variable)
+        if variable is not None and not restarts:
+            logged = self._logged_number(restarts=False)
+            return logged or _Numbering(variable[0], variable[0], LOOP_VARIABLE)
+        found = self.found
         counted = self._counter() if found.form != ENGINE or found.site.block else None
-        counted = counted or self._engine_counter()
+        counted = counted or self._engine_counter() or self._logged_number(bool(restarts))
         if counted is not None:
             return counted
-        if variable is None:
+        if variable is None and not self.reset:
             return _Numbering(None, None, OPTIMIZER_COUNT)
-        why = ["the loop counts micro-batches"] if micro else []
-        if repeated:
-            why.append("the loop's index restarts every epoch")
-        elif elsewhere and self.function is not None:
-            name = self.function.name
-            why.append(f"the loop's index restarts whenever {name}, called from another file, runs")
+        why = restarts if variable is not None else []
+        why += [f"{name} restarts every epoch" for name in self.reset]
         return _Numbering(None, None, f"{OPTIMIZER_COUNT} ({'; '.join(why)})")
+
+    def _restarts(self, variable: tuple[str, str] | None) -> list[str]:
+        """Why the loop's index numbers no steps: it counts micro-batches, or starts again
+        every epoch (an epoch loop around it, or a function run once per epoch)."""
+        script, loop, function = self.script, self.loop, self.function
+        found = self.found
+        micro = found.site.block is not None or found.form in (ENGINE, CONTINUE, ACCUMULATE)
+        why = ["the loop counts micro-batches"] if micro else []
+        if script.runs_repeatedly(loop):
+            return [*why, "the loop's index restarts every epoch"]
+        if variable is None or function is None or script.called_in_file(function):
+            return why
+        if variable[1] not in _NUMBERING:
+            name = function.name
+            why.append(f"the loop's index restarts whenever {name}, called from another file, runs")
+        elif _runs_per_epoch(function):
+            # `def train_one_epoch(model, loader, step): for i in itertools.count():` counts
+            # from 0 on every call; the caller's running count is the step's number.
+            why.append(f"the loop's index restarts whenever {function.name} runs")
+        return why
+
+    def _number_function(self, function: Function) -> _Numbering:
+        """A step function with no loop in this file (`def train_step(model, batch, step)`,
+        called by a loop in another file): the step number it is given, else a counter it
+        increments (an attribute or a global: its locals start anew every call)."""
+        named = _step_parameters(function)
+        if len(named) == 1:
+            return _Numbering(named[0], named[0], PARAMETER)
+        counted = self._counter()
+        if counted is not None:
+            return counted
+        why = f"{function.name} is called from another file"
+        return _Numbering(None, None, f"{OPTIMIZER_COUNT} ({why})")
 
     def _stepping(self) -> int:
         """The entry where the optimizer steps (in backward, for optimizer-in-backward)."""
@@ -991,14 +1127,13 @@ class _Numberer:
             # Once per step: in the step site, or `+= int(<the gate>)` anywhere in the loop.
             if target is None or not (entry.in_step or _increment(entry.statement) is None):
                 continue
-            if (
-                isinstance(target, ast.Name)
-                and entry.function is not self.function
-                and not _declares(entry.function, target.id)
-            ):
+            if isinstance(target, ast.Name) and not self._lasts(entry, target.id):
                 continue  # a local of another function: not there to read in the loop's frame
             increments.append((index, target))
-        counter = _choose_counter(script, self.loop, [target for _, target in increments])
+        kept = [target for _, target in increments if not self._restarts_every_epoch(target)]
+        every = {script.segment(target) for _, target in increments}
+        self.reset = sorted(every - {script.segment(target) for target in kept})
+        counter = _choose_counter(script, self.loop, kept)
         if counter is None:
             return None
         text = script.segment(counter)
@@ -1006,13 +1141,56 @@ class _Numberer:
         stepping = self._stepping()
         logged = _logged(stream, text, stepping, at, self.function)
         base = f"{text} + {logged.offset}" if logged.offset else text
-        offset = f" (logged as {base})" if logged.offset else ""
+        added = f" (logged as {base})" if logged.offset else ""
         if at < stepping:
             # Incremented before the optimizer step: at the loop's top, one less than at the step.
-            return _Numbering(f"{base} + 1", base, COUNTER_BEFORE + offset)
+            return _Numbering(f"{base} + 1", base, COUNTER_BEFORE + added)
         if logged.after and not logged.before:
-            return _Numbering(f"{base} + 1", f"{base} + 1", COUNTER_LOGGED + offset)
-        return _Numbering(base, base, COUNTER + offset)
+            return _Numbering(f"{base} + 1", f"{base} + 1", COUNTER_LOGGED + added)
+        return _Numbering(base, base, COUNTER + added)
+
+    def _logged_number(self, restarts: bool) -> _Numbering | None:
+        """The step's number as the script logs it (`step=...`, `f"Iteration {k + 1}"`, a
+        TensorBoard global_step) or, logged or not, computes it from the loop's index and the
+        epoch (`batches_done = epoch * len(dataloader) + i`), read while the optimizer steps.
+        Several different numbers: None, as none of them is the step's number for certain."""
+        reading = _Reading(self.script, self.loop, self.stream, self.function, self._stepping())
+        variable = _loop_variable(self.loop) if isinstance(self.loop, ast.For) else None
+        index = variable[0] if variable is not None else None
+        for candidates, how in ((reading.logged(), LOGGED), (reading.computed(), COMPUTED)):
+            kept = [c for c in candidates if reading.numbers(c, restarts)]
+            texts = {c.at_step for c in kept}
+            bare = index is not None and index in texts and not reading.reassigned(index)
+            if bare or len(texts) > 1:
+                return None  # the loop's index as it is, or no single number
+            if kept:
+                chosen = kept[0]
+                return _Numbering(chosen.at_step if chosen.top else None, chosen.at_step, how)
+        return None
+
+    def _lasts(self, entry: _Entry, name: str) -> bool:
+        """A counter variable `name` incremented at `entry` keeps its value from one step to the
+        next where the helper reads it: a local of the loop's function, or a global; not a
+        local of a step function, which starts anew every call."""
+        if _declares(entry.function, name):
+            return True
+        return entry.function is self.function and not isinstance(self.loop, _FUNCTIONS)
+
+    def _restarts_every_epoch(self, target: ast.expr) -> bool:
+        """`self.step = 0` where every epoch runs it (in an epoch loop around the step loop, or
+        before the loop in a function run once per epoch): a per-epoch count, not the step's
+        number, however the script names it."""
+        script, loop, text = self.script, self.loop, ast.unparse(target)
+        for node in ast.walk(script.tree):
+            if not _zeroes(node, text) or script.encloses(loop, node) or loop is node:
+                continue
+            outer = [other for other in script.loops if other is not loop]
+            if any(script.encloses(o, node) and script.encloses(o, loop) for o in outer):
+                return True
+            function = script.function_of(node)
+            if function is self.function and function is not None and _runs_per_epoch(function):
+                return not script.called_in_file(function)  # else an epoch loop shows it
+        return False
 
     def _engine_counter(self) -> _Numbering | None:
         """`model_engine.global_steps`, DeepSpeed's count of optimizer steps, incremented after
@@ -1033,11 +1211,168 @@ class _Numberer:
         return None
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    at_step: str  # the expression, read in the loop's frame while the optimizer steps
+    value: ast.expr  # what it holds (a variable's assigned value)
+    top: bool  # the same expression reads the same number at the top of the iteration
+
+
+def _texts(node: ast.AST) -> set[str]:
+    """The variables an expression reads, attributes as written: {"epoch", "self.local_step"}."""
+    return names_in(node) | {ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def _targets(node: ast.AST) -> set[str]:
+    """What a statement assigns: `x = ...`, `x += 1`, `for x in ...`, as written."""
+    found: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        found = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        found = [node.target]
+    texts: set[str] = set()
+    for target in found:
+        elements = target.elts if isinstance(target, ast.Tuple) else [target]
+        texts |= {ast.unparse(element) for element in elements}
+    return texts
+
+
+def _assigns(statement: ast.stmt, text: str) -> TypeGuard[ast.Assign]:
+    """`text = ...`, the only target."""
+    return isinstance(statement, ast.Assign) and _targets(statement) == {text}
+
+
+def _has_product(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) for n in ast.walk(node))
+
+
+def _global_index(value: ast.expr, iterating: set[str]) -> bool:
+    """`epoch * len(loader) + i`, `nbatches * k + j + 1`, `self.epoch * n + self.local_step`:
+    an epoch offset (a product of values fixed during the epoch) plus the loop's index."""
+    terms: list[ast.expr] = []
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            todo += [node.left, node.right]
+        else:
+            terms.append(node)
+    products = [t for t in terms if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult)]
+    indices = [t for t in terms if ast.unparse(t) in iterating]
+    constants = [t for t in terms if isinstance(t, ast.Constant) and type(t.value) is int]
+    return (
+        len(products) == 1
+        and len(indices) == 1
+        and len(terms) == len(products) + len(indices) + len(constants)
+        and not _texts(products[0]) & iterating
+    )
+
+
+class _Reading:
+    """The numbers one iteration logs or computes, besides counters, as the loop's function
+    holds them while the optimizer steps."""
+
+    def __init__(
+        self,
+        script: Script,
+        loop: Loop | Function,
+        stream: list[_Entry],
+        function: Function | None,
+        stepping: int,
+    ) -> None:
+        self.script, self.loop, self.function, self.stepping = script, loop, function, stepping
+        self.own = [(i, e.statement) for i, e in enumerate(stream) if e.function is function]
+        self.in_loop = {t for node in ast.walk(loop) for t in _targets(node)}
+        self.loop_targets = _targets(loop) if isinstance(loop, ast.For) else set()
+        self.iterating = set(self.loop_targets)  # and what the iteration derives from them
+        for index, statement in self.own:
+            if index < stepping and _texts(statement) & self.iterating:
+                self.iterating |= _targets(statement)
+
+    def logged(self) -> list[_Candidate]:
+        """What the logs after the optimizer step label as the step's number."""
+        found: list[_Candidate] = []
+        for index, statement in self.own:
+            if index <= self.stepping:
+                continue
+            for call in _direct_calls(statement):
+                for argument in step_arguments(call) if is_log_call(call) else []:
+                    candidate = self._resolve(argument, index)
+                    found += [candidate] if candidate is not None else []
+        return found
+
+    def computed(self) -> list[_Candidate]:
+        """`name = <epoch offset> + <index>` in the iteration, before or after the step."""
+        found: list[_Candidate] = []
+        for index, statement in self.own:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+                continue
+            if not _global_index(statement.value, self.iterating):
+                continue
+            if index < self.stepping:
+                found.append(_Candidate(ast.unparse(statement.targets[0]), statement.value, False))
+            elif self._unchanged(statement.value, index):
+                found.append(self._expression(statement.value))
+        return found
+
+    def numbers(self, candidate: _Candidate, restarts: bool) -> bool:
+        """It changes every iteration, and, where the loop's index restarts every epoch, it
+        counts across epochs (an epoch offset, or the caller's running count)."""
+        reads = _texts(candidate.value)
+        if not reads & self.iterating:
+            return False
+        if not restarts:
+            return True
+        function = self.function
+        running = set(_step_parameters(function)) if function else set()
+        return _has_product(candidate.value) or bool(reads & running)
+
+    def reassigned(self, name: str) -> bool:
+        """`it = len(loader) * epoch + it`: the iteration gives the loop variable a new value."""
+        return any(name in _targets(statement) for _, statement in self.own)
+
+    def _resolve(self, argument: ast.expr, at: int) -> _Candidate | None:
+        """A logged value as the loop's frame holds it while the optimizer steps: a variable
+        assigned before the step as itself, one assigned after it as its expression."""
+        text = ast.unparse(argument)
+        carriers = [
+            (index, statement)
+            for index, statement in self.own
+            if index < at and _assigns(statement, text)
+        ]
+        if carriers:
+            index, carrier = carriers[-1]
+            if index < self.stepping:
+                return _Candidate(text, carrier.value, False)
+            at, argument = index, carrier.value
+        return self._expression(argument) if self._unchanged(argument, at) else None
+
+    def _unchanged(self, expression: ast.expr, at: int) -> bool:
+        """Nothing `expression` reads is assigned between the optimizer step and `at`."""
+        reads = _texts(expression)
+        return not any(
+            _targets(statement) & reads
+            for index, statement in self.own
+            if self.stepping < index < at
+        )
+
+    def _expression(self, expression: ast.expr) -> _Candidate:
+        text = self.script.segment(expression)
+        text = text if "\n" not in text else ast.unparse(expression)
+        top = not (_texts(expression) & (self.in_loop - self.loop_targets))
+        return _Candidate(text, expression, top)
+
+
 def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | None) -> StepLoop:
     script = Script(tree, code)
-    loop = find_step_loop(script, loop_line)
+    refusal = captured_step(tree, lambda statement: STEP in script.reaches(statement))
+    if refusal is not None:
+        raise FindError(refusal)
+    loop: Loop | Function | None = find_step_loop(script, loop_line)
+    if loop is None:
+        loop = _without_loop(script)
     found = _Locator(script, loop).locate(loop.body)
-    function = script.function_of(loop)
+    function = loop if isinstance(loop, _FUNCTIONS) else script.function_of(loop)
     scope = function.name if function is not None else "<module>"
     numberer = _Numberer(script, loop, found)
     form = found.form
@@ -1057,7 +1392,32 @@ def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | No
     )
 
 
-def stepped_optimizers(script: Script, loop: Loop) -> tuple[str, ...]:
+def _without_loop(script: Script) -> Function:
+    """No loop of this file trains: a library's loop (refused here, with what runs it), or a
+    step function that a loop in another file calls, else the question for loop_line."""
+    library = library_loop(script.tree, script.code)
+    if library is not None:
+        raise LibraryLoopError(library)
+    function = step_function(script)
+    if function is None:
+        raise FindError(f"{NO_LOOP}; {LOOP_HINT}", "loop_line")
+    return function
+
+
+def step_function(script: Script) -> Function | None:
+    """The one function of this file that runs a whole training step (backward and optimizer
+    step) and that this file never calls: another file's loop calls it once per step."""
+    every = [*script.functions.values(), *script.methods.values()]
+    found = [
+        function
+        for functions in every
+        for function in functions
+        if {STEP, BACKWARD} <= script.reaches(function) and not script.called_in_file(function)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def stepped_optimizers(script: Script, loop: Loop | Function) -> tuple[str, ...]:
     """The optimizers the loop's body steps, as written (`optimizerD`, `opt_g`), in order: more
     than one means several optimizer steps per iteration (a GAN, Muon plus AdamW)."""
     found: list[tuple[int, str]] = []

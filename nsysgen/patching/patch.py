@@ -21,6 +21,7 @@ import ast
 import re
 
 from nsysgen.patching.find import FindError, StepLoop, find
+from nsysgen.patching.library import library_loop
 from nsysgen.patching.source import BOM, SourceFile, line_text, split_lines, unified_diff
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 
@@ -142,6 +143,54 @@ def patch_source(source: str, loop_line: int | None = None, step_expr: str | Non
     inserts: dict[int, list[str]] = {body[0].lineno - 1: [f"{inner}{call}{MARK}"]}
     block = [BLOCK_START, *IMPORT_LINES, BLOCK_END]
     inserts.setdefault(_helper_line(tree, original, loop), []).extend(block)
+    return original.render(inserts)
+
+
+def patch_library(source: str) -> str:
+    """A script whose loop is a library's: the helper's import, and before the statement that
+    runs the loop `_nsysgen_window.attach(<trainer>)`, which adds the library's step callback
+    (the same whether `source` was already patched or not)."""
+    original = SourceFile.of(strip(source))
+    tree = ast.parse(original.code)
+    loop = library_loop(tree, original.code)
+    if loop is None:
+        raise PatchError("no library runs a training loop in this script")
+    call = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and node.lineno == loop.line
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == loop.library.call
+        ),
+        None,
+    )
+    receiver = (
+        call.func.value if call is not None and isinstance(call.func, ast.Attribute) else None
+    )
+    if not isinstance(receiver, (ast.Name, ast.Attribute)):
+        raise PatchError(
+            f"the {loop.library.display} runs its loop at line {loop.line} (`{loop.call}`) with "
+            "no trainer object to attach a step callback to; name the trainer "
+            f"(`trainer = ...` then `trainer.{loop.library.call}(...)`) or use "
+            "capture.step_method=hook (zero-patch: no edit)"
+        )
+    statement = max(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.stmt)
+            and node.lineno <= loop.line <= (node.end_lineno or node.lineno)
+        ),
+        key=lambda node: node.lineno,
+    )
+    indent = original.indent_of(statement.lineno)
+    attach = f"{indent}{HELPER_NAME}.attach({ast.unparse(receiver)}){MARK}"
+    inserts: dict[int, list[str]] = {statement.lineno - 1: [attach]}
+    # The import first: the statement may follow the script's imports directly.
+    line = _helper_line(tree, original, statement)
+    inserts[line] = [BLOCK_START, *IMPORT_LINES, BLOCK_END, *inserts.get(line, [])]
     return original.render(inserts)
 
 

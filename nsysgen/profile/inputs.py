@@ -7,12 +7,20 @@ They are read during validation, not while artifacts are rendered, so that `plan
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from pathlib import Path
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config, TrainingPatch
-from nsysgen.patching.patch import PatchError, analyse, patch_source, unified_patch
+from nsysgen.patching.library import LibraryLoop, library_loop
+from nsysgen.patching.patch import (
+    PatchError,
+    analyse,
+    patch_library,
+    patch_source,
+    unified_patch,
+)
 from nsysgen.profile.workloads import METHOD_TEXT, SourceSettings, step_method
 
 
@@ -38,17 +46,24 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
             f"cannot read {source_path} ({reason}) (allowed: a UTF-8 Python file, its path "
             "relative to the current directory)",
         )
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     try:
         found = analyse(source, settings.loop_line, settings.step_expr)
         patched = patch_source(source, settings.loop_line, settings.step_expr)
     except PatchError as error:
+        loop = _library_loop(source) if settings.loop_line is None else None
+        if loop is not None and settings.step_expr is None:
+            return _library_patch(source_path, source, digest, loop, method, field)
         if error.setting is not None:
             field = f"workload.{config.workload.kind}.{error.setting}"
         return Issue(field, f"{source_path}: {error}")
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     file_name = source_path.replace("\\", "/").rpartition("/")[2]
     at_step = found.at_step if settings.step_expr is None else settings.step_expr
-    numbered = f"{at_step} (read while the optimizer steps)" if at_step else found.counter
+    # In the helper's words: it names a counter "<expression> in <file>:<function>".
+    scope = f"{file_name}:{found.scope}"
+    numbered = (
+        f"{at_step} in {scope} (read while the optimizer steps)" if at_step else found.counter
+    )
     detected = tuple(
         (what, " ".join(how.split()))  # one line each: they go into comments and tables
         for what, how in (
@@ -65,8 +80,43 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
         unified_patch(source_path, source, patched) if method == "patch" else "",
         detected,
         at_step,
-        f"{file_name}:{found.scope}",
+        scope,
     )
+
+
+def _library_loop(source: str) -> LibraryLoop | None:
+    try:
+        return library_loop(ast.parse(source), source)
+    except SyntaxError:
+        return None
+
+
+def _library_patch(
+    path: str, source: str, digest: str, loop: LibraryLoop, method: str, field: str
+) -> TrainingPatch | Issue:
+    """The loop is a library's: the helper reads the library's counter at run time (hook), or
+    the patch attaches the library's step callback (patch)."""
+    diff = ""
+    if method == "patch":
+        try:
+            diff = unified_patch(path, source, patch_library(source))
+        except PatchError as error:
+            return Issue(field, f"{path}: {error}")
+    how = (
+        "patch (training-loop.patch: window.attach(trainer) before the loop adds the "
+        "library's step callback; steps end at the optimizer step)"
+        if method == "patch"
+        else METHOD_TEXT[method]
+    )
+    detected = (
+        ("step loop", f"the {loop.library.display}'s own, run at {path}:{loop.line} ({loop.call})"),
+        (
+            "step number",
+            f"{loop.library.counter}, the number its logs give the step, read at run time",
+        ),
+        ("method", how),
+    )
+    return TrainingPatch(path, digest, diff, detected, None, "")
 
 
 def _several(optimizers: tuple[str, ...], per_step: int | None) -> tuple[tuple[str, str], ...]:
