@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsysgen.output.render import render_template
-from nsysgen.patching.patch import helper_text, patch_source
+from nsysgen.patching.patch import PatchError, helper_text, patch_library, patch_source
 from nsysgen.shipped import STEP_WINDOW_FILE
 from tests.conftest import REPO
 
@@ -42,13 +42,18 @@ def run_script(
     env: dict[str, str],
     mode: str = "patch",
     extra_path: tuple[Path, ...] = (),
+    standin: bool = True,
 ) -> Run:
     """Run `source` as train.py: mode "patch" patches it, "hook" puts the helper on PYTHONPATH,
     "beside" runs it as given with the helper beside it (a script that imports it itself)."""
     script = tmp_path / "train.py"
     path = [str(p) for p in extra_path]
     if mode == "patch":
-        script.write_bytes(patch_source(source).encode())
+        try:
+            patched = patch_source(source)
+        except PatchError:  # the loop is a library's: its step callback (as compile does)
+            patched = patch_library(source)
+        script.write_bytes(patched.encode())
         (tmp_path / STEP_WINDOW_FILE).write_text(HELPER)  # as the patch adds it
     elif mode == "beside":
         script.write_text(source)
@@ -57,7 +62,8 @@ def run_script(
         script.write_text(source)
         path.insert(0, str(write_site(tmp_path / "nsysgen-site")))
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
-    environ.update(env, PYTHONPATH=os.pathsep.join([*path, str(STANDIN)]))
+    # standin=False: real torch and libraries (tests/realtorch/fake_cuda.py records CUDA calls).
+    environ.update(env, PYTHONPATH=os.pathsep.join([*path, *([str(STANDIN)] if standin else [])]))
     done = subprocess.run(
         [sys.executable, str(script)],
         env=environ,
@@ -65,6 +71,7 @@ def run_script(
         text=True,
         check=False,
         cwd=tmp_path,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     return parse(done.stdout, done.stderr)

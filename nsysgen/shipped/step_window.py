@@ -384,7 +384,9 @@ class StepWindow:
 
     def _install(self) -> None:
         torch = _torch()
-        optimizer_module: Any = __import__("torch.optim.optimizer").optim.optimizer
+        __import__("torch.optim.optimizer")
+        # torch.optim deletes its `optimizer` attribute: the module is found in sys.modules.
+        optimizer_module: Any = sys.modules["torch.optim.optimizer"]
         if not hasattr(optimizer_module, "register_optimizer_step_post_hook"):
             self._refuse(
                 f"torch {getattr(torch, '__version__', '?')} has no global optimizer step hooks "
@@ -771,7 +773,12 @@ def _capturing(torch: Any) -> bool:
     cuda = getattr(torch, "cuda", None)
     started = getattr(cuda, "is_initialized", None)
     capturing = getattr(cuda, "is_current_stream_capturing", None)
-    return started is not None and capturing is not None and bool(started()) and capturing()
+    if started is None or capturing is None or not started():
+        return False
+    try:
+        return bool(capturing())
+    except RuntimeError:  # a torch built without CUDA: nothing is ever captured
+        return False
 
 
 def _state_step(optimizer: Any) -> int | None:

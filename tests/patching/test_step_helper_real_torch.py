@@ -1,7 +1,7 @@
 """The zero-patch step helper with real torch (where torch is installed; skipped elsewhere):
 torch's own global optimizer hooks, a torch.compile'd optimizer step, GradScaler's skip on inf
 and optimizer-in-backward. CUDA and NVTX calls are recorded (tests/realtorch/fake_cuda.py), so
-this runs on a CPU machine. Run here with torch 2.11.0 on CPU: all pass."""
+this runs on a CPU machine, in CI too (the test extras install torch)."""
 
 from __future__ import annotations
 
