@@ -192,6 +192,14 @@ def as_table(
             f"... {more} more (--expand N for more, --ranks A-B for a range)", width, "  ", "    "
         )
     lines.append("")
+    needed = TARGETS[config.target.name].prerequisites(config)
+    if needed:
+        lines.append("before the job starts (each line: what, how to check, where from):")
+        for what, command, source in needed:
+            lines += wrap(what, width, "  ", "    ")
+            lines += wrap(f"check: {command}", width, "    ", "      ")
+            lines += wrap(f"from: {source}", width, "    ", "      ")
+        lines.append("")
     first = str(recorded[0].task) if len(recorded) else "-"
     lines.append("nsys command of task " + first + ":")
     lines += shell_lines(plan.nsys_command, width)

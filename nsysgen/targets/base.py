@@ -47,6 +47,10 @@ class Target(Scheduler, Protocol):
         """Files of the user's that this target read to compile (path -> sha256): the manifest
         records them, and `nsysgen check` names one that changed as the cause."""
 
+    def prerequisites(self, config: Config) -> tuple[tuple[str, str, str], ...]:
+        """What must exist where the job runs before it starts: (what, the command that checks
+        it, where it comes from); `plan` prints them and the folder's README lists them."""
+
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         """Lines to print once the folder is written at `folder` (its absolute path there):
         what the user must do that no file of the folder can, e.g. change a job script of

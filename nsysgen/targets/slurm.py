@@ -475,6 +475,9 @@ class Slurm:
     def inputs(self, config: Config) -> Mapping[str, str]:
         return {}  # a user's own job script is never read
 
+    def prerequisites(self, config: Config) -> tuple[tuple[str, str, str], ...]:
+        return ()  # install-nsight.sh installs what the job needs; the README says the rest
+
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         if not own_script(config):
             return ()

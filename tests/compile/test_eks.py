@@ -445,7 +445,10 @@ def test_operator_cli_is_found_on_path_or_named(tmp_path: Path) -> None:
     [folder] = folders(out)
     calls = tmp_path / "calls"
     record = f'printf "%s\\n" "${{0##*/}} $*" >>{calls}'
-    tools = {name: record for name in ("python3", "kubectl", "helm", "sleep")}
+    tools = {name: record for name in ("python3", "helm", "sleep")}
+    # The job's pods exist: capture-window.sh waits for them first.
+    kubectl = f'{record}\ncase "$1 $2" in "get pods") printf "pod/p0\\npod/p1\\n" ;; esac'
+    tools["kubectl"] = kubectl
     bin_dir = _fake_bin(tmp_path / "bin", {**tools, "nsight_operator.py": record})
     upgrade = _run(folder / "upgrade-injector.sh", tmp_path, bin_dir)
     window = _run(folder / "capture-window.sh", tmp_path, bin_dir)

@@ -111,6 +111,12 @@ CASES = {
         [*EKS, "target.trainer_version=2.2"],
         [*EKS, "target.trainer_version=2.3"],
     ),
+    # A script under a folder the pods mount over (nsys's TMPDIR) is not the image's; an
+    # absolute path elsewhere outside cluster.shared_fs is.
+    "NSG025": (
+        [*EKS, "workload.fsdp.script=/nsys-tmp/fsdp/train.py"],
+        [*EKS, "workload.fsdp.script=/workspace/fsdp/train.py"],
+    ),
     # The CUDA hardware trace (nsys 2026.x on Blackwell) in a window that starts after launch;
     # the same capture on the default (auto: cuda-sw).
     "NSG021": (

@@ -84,6 +84,9 @@ class K8sJob:
         if settings_as(config.target.settings, JobSettings).namespace == "kube-system":
             yield Issue("target.namespace", "not in kube-system (allowed: another namespace)")
 
+    def prerequisites(self, config: Config) -> tuple[tuple[str, str, str], ...]:
+        return ()
+
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         return ()
 

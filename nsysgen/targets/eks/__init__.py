@@ -25,6 +25,7 @@ from nsysgen.targets.eks.checks import (
     EVERY_POD_LINT,
     GRACE_LINT,
     PATCHED_IMAGE_LINT,
+    SCRIPT_PLACE_LINT,
     checks,
     job_kind,
 )
@@ -48,6 +49,7 @@ from nsysgen.targets.eks.names import (
     coordinator_mode,
     eks_settings,
     injector,
+    pod_selector,
     profiled_replicas,
     recorded,
     recording_nodes,
@@ -56,6 +58,7 @@ from nsysgen.targets.eks.names import (
     state_pods,
 )
 from nsysgen.targets.eks.own import KINDS, manifest_inputs, profile_patch
+from nsysgen.targets.eks.prerequisites import Prerequisite, cli_source, prerequisites
 from nsysgen.targets.eks.settings import EksSettings
 from nsysgen.targets.expect import verify_files
 
@@ -84,6 +87,9 @@ def _scripts_context(config: Config) -> dict[str, Any]:
         "coordinator": coordinator_mode(config),
         "delay": config.capture.delay_s,
         "duration": config.capture.duration,
+        "pods": config.cluster.nodes,
+        "selector": pod_selector(config),
+        "cli_source": cli_source(config),
     }
 
 
@@ -214,6 +220,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "apply_job": _apply_job(config, [s.path for s in specs]),
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
         "job_env": job_env(config, own_job=target.manifest is not None),
+        "prerequisites": prerequisites(config),
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
     return specs
@@ -224,7 +231,7 @@ class Eks:
     unit = "pod"
     variables = EKS_POD_VARS
     misleading_variables: Mapping[str, str] = {}
-    lints: tuple[Lint, ...] = (EVERY_POD_LINT, PATCHED_IMAGE_LINT, GRACE_LINT)
+    lints: tuple[Lint, ...] = (EVERY_POD_LINT, PATCHED_IMAGE_LINT, GRACE_LINT, SCRIPT_PLACE_LINT)
     schema = None
 
     def settings(self, block: Block) -> TargetSettings:
@@ -263,6 +270,11 @@ class Eks:
 
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         return ()  # the README and the lints say it all
+
+    def prerequisites(self, config: Config) -> tuple[Prerequisite, ...]:
+        """What must be on the cluster before `kubectl apply`: (what, the command that checks
+        it, where it comes from), as the folder's README lists them under "Before you apply"."""
+        return prerequisites(config)
 
 
 TARGET = Eks()

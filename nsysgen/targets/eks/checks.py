@@ -23,6 +23,9 @@ from nsysgen.targets.eks.names import (
     longest_pod_name,
     report_subpath,
     reports_on_volume,
+    script_path,
+    script_place,
+    shadowing_mount,
 )
 from nsysgen.targets.eks.own import manifest_issues
 
@@ -233,6 +236,15 @@ EVERY_POD_LINT = Lint(
 def _patched_image(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     if step_method(config) != "patch":
         return
+    if script_place(config) == "volume" and eks_settings(config).manifest is None:
+        # The pods run the script from the shared file system: no image to rebuild.
+        yield (
+            "capture.step_method",
+            "the step window needs the patched training script inside the pods: nsysgen wrote "
+            f"the patch (see README); apply it to {script_path(config)} on the shared file "
+            "system, which every pod mounts",
+        )
+        return
     yield (
         "capture.step_method",
         "the step window needs the patched training script inside the pods: nsysgen wrote the "
@@ -279,4 +291,39 @@ GRACE_LINT = Lint(
     "later (target.trainer_version)",
     "warning",
     _grace_unpatchable,
+)
+
+
+def _script_uncertain(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    """torchrun fails at start when the script is not where the pod looks: nsysgen mounts the
+    shared file system for a script under cluster.shared_fs and takes any other absolute path
+    to be in the image; for the rest it cannot tell."""
+    if eks_settings(config).manifest is not None or script_place(config) != "unknown":
+        return  # a job of the user's own runs its script as it always did
+    if not script_path(config):
+        return  # not a script workload: checks refuse it
+    script, key = script_path(config), f"workload.{config.workload.kind}.script"
+    hidden = shadowing_mount(config)
+    if hidden is not None:
+        yield (
+            key,
+            f"{script!r} is under {hidden}, which the pods mount over (nsysgen's own mount): "
+            "the image's file there is hidden, and torchrun would find no script",
+        )
+        return
+    yield (
+        key,
+        f"{script!r} is a relative path: torchrun looks for it in the image's working "
+        f"directory, which nsysgen cannot see; it mounts {config.cluster.shared_fs} only for a "
+        "script under it",
+    )
+
+
+SCRIPT_PLACE_LINT = Lint(
+    "NSG025",
+    "the pods may not find the training script",
+    "give the script's absolute path: under cluster.shared_fs (the pods mount the "
+    "target.reports_pvc claim there) or in the image (workload.container_image)",
+    "warning",
+    _script_uncertain,
 )

@@ -20,6 +20,7 @@ from nsysgen.targets.eks.names import (
     NSYS_TMP,
     POD_VAR,
     REPORTS_VOLUME,
+    SHARED_VOLUME,
     SITE_MOUNT,
     SITE_VOLUME,
     STATE_DIR,
@@ -28,6 +29,7 @@ from nsysgen.targets.eks.names import (
     _site_configmap_name,
     eks_settings,
     injector,
+    mounts_shared_fs,
     profiled_replicas,
     report_subpath,
     reports_on_volume,
@@ -88,9 +90,11 @@ def profiling_env(config: Config) -> list[dict[str, Any]]:
 
 
 def profiling_volumes(config: Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The volumes and mounts profiling adds (not /dev/shm, which is the job's own)."""
-    volumes = [v for v in _volumes(config) if v["name"] != "dshm"]
-    return volumes, [m for m in _mounts(config) if m["name"] != "dshm"]
+    """The volumes and mounts profiling adds (not /dev/shm nor the script's shared filesystem,
+    which are the job's own)."""
+    theirs = ("dshm", SHARED_VOLUME)
+    volumes = [v for v in _volumes(config) if v["name"] not in theirs]
+    return volumes, [m for m in _mounts(config) if m["name"] not in theirs]
 
 
 def _resources(config: Config) -> dict[str, Any]:
@@ -123,6 +127,10 @@ def _mounts(config: Config) -> list[dict[str, Any]]:
         mounts.append({"name": TMP_VOLUME, "mountPath": NSYS_TMP, "subPathExpr": state})
     else:
         mounts.append({"name": TMP_VOLUME, "mountPath": NSYS_TMP})
+        if mounts_shared_fs(config):
+            # The training script is on the shared filesystem (issue 40: without this mount
+            # torchrun finds no script and the job fails at start).
+            mounts.append({"name": SHARED_VOLUME, "mountPath": config.cluster.shared_fs})
     if uses_site(config):
         mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
     return mounts
@@ -138,6 +146,9 @@ def _volumes(config: Config) -> list[dict[str, Any]]:
     else:
         # 26.x stages reports in the container and uploads them: no shared volume to keep.
         volumes.append({"name": TMP_VOLUME, "emptyDir": {}})
+        if mounts_shared_fs(config):
+            claim = {"claimName": eks_settings(config).reports_pvc}
+            volumes.append({"name": SHARED_VOLUME, "persistentVolumeClaim": claim})
     if uses_site(config):
         configmap = {"name": _site_configmap_name(config)}
         volumes.append({"name": SITE_VOLUME, "configMap": configmap})

@@ -5,10 +5,12 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from nsysgen.model import Config, settings_as
 from nsysgen.profile import nsys_cmd
 from nsysgen.profile.plan import RecordedTasks, expand_name
+from nsysgen.profile.workloads import ScriptSettings
 from nsysgen.targets.eks.settings import EksSettings
 
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -172,6 +174,67 @@ def reports_on_volume(config: Config) -> bool:
     """The injector writes reports to the shared volume (1.x and the sidecar); 26.x uploads them
     to its storage."""
     return not injector(config).names_reports
+
+
+# The shared filesystem's claim where only the training script needs it (the 26.x operator
+# uploads reports, so no reports volume): the pods run the script from cluster.shared_fs.
+SHARED_VOLUME = "shared-fs"
+
+
+ScriptPlace = Literal["volume", "image", "unknown"]
+
+
+def script_path(config: Config) -> str:
+    """The script torchrun runs ("" for a workload without one, which checks refuse on EKS)."""
+    settings = config.workload.settings
+    return settings.script if isinstance(settings, ScriptSettings) else ""
+
+
+def _under(path: str, folder: str) -> bool:
+    folder = posixpath.normpath(folder)
+    path = posixpath.normpath(path)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def shadowing_mount(config: Config) -> str | None:
+    """A folder the pod mounts over, hiding the image's files there, that holds the script."""
+    script = script_path(config)
+    if not script:
+        return None
+    return next((m for m in ("/dev/shm", NSYS_TMP, SITE_MOUNT) if _under(script, m)), None)
+
+
+def script_place(config: Config) -> ScriptPlace:
+    """Where the pods find the training script torchrun runs: on the shared filesystem (the
+    claim is mounted at cluster.shared_fs), in the image (an absolute path elsewhere), or
+    unknown (a relative path is resolved in the image's working directory, which nsysgen cannot
+    see; a path under a folder the pod mounts over is not the image's)."""
+    script = script_path(config)
+    if not script.startswith("/") or shadowing_mount(config) is not None:  # "" too
+        return "unknown"
+    return "volume" if _under(script, config.cluster.shared_fs) else "image"
+
+
+def mounts_shared_fs(config: Config) -> bool:
+    """nsysgen's own job mounts the shared filesystem's claim: for the reports (1.x, sidecar)
+    or for the script (26.x with the script on it). A job of the user's own runs its script as
+    it always did: the patch adds only what profiling needs."""
+    if reports_on_volume(config):
+        return True
+    return eks_settings(config).manifest is None and script_place(config) == "volume"
+
+
+def pod_selector(config: Config) -> str:
+    """A label selector for every pod of the job: nsysgen's `app` label on its own job, the
+    controller's job-name label on the user's (JobSet's for a TrainJob, which runs as a JobSet of
+    the same name; the Training Operator's for a PyTorchJob)."""
+    name = config.job.name
+    target = eks_settings(config)
+    if target.manifest is None:
+        return f"app={name}"
+    if target.job == "trainjob":
+        return f"jobset.sigs.k8s.io/jobset-name={name}"
+    return f"training.kubeflow.org/job-name={name}"
 
 
 def report_subpath(config: Config) -> str:
