@@ -71,7 +71,9 @@ def test_compile_takes_a_library_loop(
     )
     assert result.code == 0, result.err
     readme = " ".join((tmp_path / "lib" / "README.md").read_text().split())
-    assert "state.global_step + 1 (transformers Trainer), the number its logs give the step" in readme
+    counter = "state.global_step + 1 (transformers Trainer)"
+    assert f"{counter}, the number its logs give the step" in readme
+    assert f"{counter}, the number its logs give the step" in readme
     if method == "patch":
         repo = tmp_path / "repo"
         (repo / "tests/training_scripts/corpus").mkdir(parents=True)

@@ -171,11 +171,11 @@ def test_an_unreadable_counter_falls_back_and_says_why(tmp_path: Path) -> None:
     }
     run = run_script(tmp_path, CONTINUE, window(3, 5, **more), mode="hook")
     assert run.recorded == ["step 3", "step 4", "step 5"]
-    assert (
-        "nsysgen: no_such_name cannot be read in train.py:<module> (NameError(\"name "
+    assert run.stderr == (
+        'nsysgen: no_such_name cannot be read in train.py:<module> (NameError("name '
         "'no_such_name' is not defined\")): steps are numbered by nsysgen's count of training "
         "steps (from 0 in this process) instead\n"
-    ) == run.stderr
+    )
     assert run.numbering[0].startswith("per_step=1 checked=2 fallback=no_such_name cannot be")
 
 
