@@ -22,6 +22,7 @@ from nsysgen.output.shared import write_shared
 from nsysgen.output.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.profile.lints import Finding
+from nsysgen.profile.recorded import recorded_ranks
 
 SWEEP_INDEX = "nsysgen-sweep.json"
 # What a sweep point's files and manifest record as their command. Points name the index, not
@@ -38,6 +39,8 @@ class FolderResult:
     steps: tuple[tuple[str, str], ...] = ()  # how the steps are found (capture=steps)
     # what the target asks the user to do beyond the files (Target.notes), printed
     notes: tuple[str, ...] = ()
+    # what a run records, in reports and ranks (printed: a per-node launch records more)
+    records: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,9 +83,11 @@ def build_single(
         statuses = write_folder(folder, compiled.files, compiled.manifest)
         write_shared(output_dir)
     notes: tuple[str, ...] = ()
+    records = ""
     if compiled.plan is not None and compiled.target is not None:
         notes = compiled.target.notes(compiled.config, compiled.plan, str(folder.resolve()))
-    return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps, notes)
+        records = recorded_ranks(compiled.config, compiled.plan).text()
+    return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps, notes, records)
 
 
 def _folder_of(composed: Composed) -> Path:

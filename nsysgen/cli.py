@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsysgen import __version__
-from nsysgen.errors import EXIT_BUG, EXIT_DRIFT, EXIT_INVALID, EXIT_OK, NsysgenError
+from nsysgen.errors import (
+    EXIT_BUG,
+    EXIT_DRIFT,
+    EXIT_INVALID,
+    EXIT_OK,
+    NsysgenError,
+    close_flags,
+)
 from nsysgen.textwidth import wrap
 
 HELP_WIDTH = 80
@@ -206,7 +213,9 @@ def _take(args: Arguments, word: str, rest: list[str]) -> None:
     elif name in _HYDRA_FLAGS:
         raise UsageError(f"{name} is Hydra's flag, not nsysgen's: {_HYDRA_FLAGS[name]}", args.verb)
     elif word.startswith("-") and not word.startswith("~"):
-        raise UsageError(f"{args.verb} does not take {word}", args.verb)
+        known = {*_FLAGS[args.verb], "--help"}
+        hint = close_flags(word, known | {"--multirun"} if "-m" in known else known)
+        raise UsageError(f"{args.verb} does not take {word}{hint}", args.verb)
     elif _bare(word):
         raise UsageError(_bare_word(word), args.verb)
     else:
@@ -424,7 +433,8 @@ def run_completion(argv: Sequence[str]) -> int:
     if len(argv) == 1 and argv[0] in ("-h", "--help"):
         print(verb_help("completion"))
         return EXIT_OK
-    raise UsageError("completion takes one shell: bash or zsh", "completion")
+    hint = close_flags(argv[0], ["--help"]) if len(argv) == 1 else ""
+    raise UsageError(f"completion takes one shell: bash or zsh{hint}", "completion")
 
 
 def run_compile(args: Arguments, composer: Composer) -> int:
@@ -444,6 +454,8 @@ def run_compile(args: Arguments, composer: Composer) -> int:
     for what, how in result.steps:  # how the steps are found, before the run
         print(f"{what}: {how}")
     print(f"{result.folder}: {len(result.statuses)} files ({summary})")
+    if result.records:
+        print(f"a run records: {result.records}")
     for line in result.notes:
         print(line)
     return EXIT_OK

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 EXIT_OK = 0
@@ -61,3 +63,14 @@ class ComposeError(NsysgenError):
 
     def user_message(self) -> str:
         return f"error: {self}"
+
+
+def close_flags(word: str, flags: Iterable[str]) -> str:
+    """' (did you mean --config-dir?)' for a misspelt flag, or ''. Every verb's parser asks
+    this, argparse's and nsysgen's own alike; '_' for '-' is the commonest slip, so it is
+    tried first."""
+    name = word.partition("=")[0]
+    known = sorted(flag for flag in flags if flag.startswith("-"))
+    dashed = "-" * (len(name) - len(name.lstrip("-"))) + name.lstrip("-").replace("_", "-")
+    close = [dashed] if dashed in known else difflib.get_close_matches(name, known, 3, 0.7)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""

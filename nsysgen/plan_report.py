@@ -13,6 +13,7 @@ from nsysgen.profile.analysis_job import analysis_job, human_seconds
 from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Finding, enabled
 from nsysgen.profile.plan import ProfilePlan, RecordedTask
+from nsysgen.profile.recorded import RecordedRanks, recorded_ranks
 from nsysgen.targets import TARGETS
 from nsysgen.textwidth import PIPE_WIDTH, shell_lines, wrap
 
@@ -54,6 +55,7 @@ def as_dict(
         "recorded_count": reports,
         "recorded_nodes": plan.recorded.nodes,
         "reports_per": plan.recorded.reports_per(),
+        "recorded_ranks": _ranks_dict(recorded_ranks(config, plan)),
         "report_pattern": _switch_value(plan.profile_args, "--output") + ".nsys-rep",
         # Names spelled out: the first few, or those asked for (--expand N, --ranks A-B).
         "recording": [
@@ -104,6 +106,16 @@ def as_dict(
     }
 
 
+def _ranks_dict(ranks: RecordedRanks) -> dict[str, Any]:
+    return {
+        "reports": ranks.reports,
+        "ranks_per_report": ranks.ranks_per_report,
+        "per_node": list(ranks.per_node),
+        "total": ranks.total,
+        "named": ranks.named,
+    }
+
+
 def _switch_value(args: tuple[str, ...], name: str) -> str:
     return next((a.split("=", 1)[1] for a in reversed(args) if a.startswith(f"{name}=")), "")
 
@@ -145,6 +157,7 @@ def as_table(
             f"{len(recorded)} task(s) on {recorded.nodes} node(s): {recorded.describe()}, "
             f"{recorded.reports_per()}",
         ),
+        ("ranks recorded", recorded_ranks(config, plan).text()),
         (
             "collectors",
             (

@@ -8,7 +8,8 @@
 # written since it was created (an earlier run's reports, under the same or other names, stay
 # behind), so runs never mix. --all copies every report in the folder to DEST/all/ instead
 # (the job deleted already; then DEST/all/ may hold several runs).
-# Usage: fetch-reports.sh [--all] [DEST]   (default: ./reports)
+# Usage: fetch-reports.sh [--all] [DEST]   (default: ./reports; NSYSGEN_PODS_TIMEOUT_S,
+# NSYSGEN_READY_TIMEOUT_S: how long to wait for the helper pod to exist, be Ready)
 set -euo pipefail
 
 all=false
@@ -18,6 +19,39 @@ if [ "${1:-}" = --all ]; then
 fi
 root=${1:-reports}
 namespace=default
+# wait_for_pods COUNT WHAT...: wait until COUNT pods of WHAT (`kubectl get pods` arguments: a
+# name or -l SELECTOR) exist in $namespace, then until they are Ready (NSYSGEN_POLL_S,
+# NSYSGEN_PODS_TIMEOUT_S, NSYSGEN_READY_TIMEOUT_S: seconds).
+wait_for_pods() {
+  local want=$1 poll=${NSYSGEN_POLL_S:-5} appear=${NSYSGEN_PODS_TIMEOUT_S:-180}
+  local ready=${NSYSGEN_READY_TIMEOUT_S:-180} waited=0 found=0 names value
+  shift
+  for value in "$poll" "$appear" "$ready"; do
+    if [[ ! $value =~ ^[0-9]+$ ]] || [ "$poll" -lt 1 ]; then
+      echo "fetch-reports.sh: NSYSGEN_POLL_S, NSYSGEN_PODS_TIMEOUT_S, NSYSGEN_READY_TIMEOUT_S are whole seconds (the poll at least 1)" >&2
+      exit 2
+    fi
+  done
+  while :; do
+    # Before the pods exist, kubectl says "No resources found" (or NotFound for a name): not yet.
+    names=$(kubectl get pods --namespace "$namespace" "$@" -o name 2>/dev/null) || names=
+    found=$(printf '%s' "$names" | grep -c .) || true
+    if [ "$found" -ge "$want" ]; then
+      break
+    fi
+    if [ "$waited" -ge "$appear" ]; then
+      kubectl get pods --namespace "$namespace" "$@" >&2 || true
+      echo "fetch-reports.sh: $found of $want pod(s) ($*) in namespace $namespace after $waited s: the helper pod was never made; see: kubectl get events --namespace $namespace (NSYSGEN_PODS_TIMEOUT_S waits longer)" >&2
+      exit 1
+    fi
+    sleep "$poll"
+    waited=$((waited + poll))
+  done
+  if ! kubectl wait pods --namespace "$namespace" "$@" --for=condition=Ready --timeout="${ready}s"; then
+    echo "fetch-reports.sh: the pod(s) ($*) in namespace $namespace are not Ready after $ready s: see \`kubectl describe pods --namespace $namespace $*\` (NSYSGEN_READY_TIMEOUT_S waits longer)" >&2
+    exit 1
+  fi
+}
 if [ "$all" = true ]; then
   dest="$root/all"
   since=
@@ -37,7 +71,7 @@ mkdir -p "$dest"
 kubectl run "$pod" --namespace "$namespace" --image=busybox:1.36 --restart=Never \
   --overrides='{"spec":{"containers":[{"command":["sleep","3600"],"image":"busybox:1.36","name":"fetch","volumeMounts":[{"mountPath":"/fsx","name":"nsys-reports"}]}],"volumes":[{"name":"nsys-reports","persistentVolumeClaim":{"claimName":"fsx-pvc"}}]}}'
 trap 'kubectl delete pod "$pod" --namespace "$namespace" --wait=false >/dev/null' EXIT
-kubectl wait --namespace "$namespace" --for=condition=Ready "pod/$pod" --timeout=180s
+wait_for_pods 1 "$pod"
 # In the helper pod (busybox): the report files of the run (all, without a time), as one tar
 # stream, with the captures nsys could not finish before its pod ended: a .qdstrm in the pod's
 # TMPDIR folder under .nsysgen/, which the verifier converts. The folder and the time are

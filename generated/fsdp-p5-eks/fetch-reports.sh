@@ -8,14 +8,14 @@
 # them and later recipe outputs to s3://example-nsight-reports/fsdp-p5-eks (upload-reports.sh).
 # The run is the job now in the cluster: its reports go to DEST/run-<created>/, named after the
 # job's creation time, so that runs never mix.
-# Usage: fetch-reports.sh [DEST]   (default: ./reports; NSIGHT_OPERATOR_CLI: nsight_operator.py)
+# Usage: fetch-reports.sh [DEST]   (default: ./reports; NSIGHT_OPERATOR_CLI: nsight_operator.py from NGC's nsight-operator-resources bundle, version 26.3.1 as the chart (Python 3.12 or later; Nsight Operator User Guide))
 set -euo pipefail
 
 root=${1:-reports}
 cli=${NSIGHT_OPERATOR_CLI:-nsight_operator.py}
 if [ ! -f "$cli" ]; then
   found=$(command -v -- "$cli") || {
-    echo "fetch-reports.sh: the Nsight Operator CLI '$cli' is neither a file nor on PATH (set NSIGHT_OPERATOR_CLI)" >&2
+    echo "fetch-reports.sh: the Nsight Operator CLI '$cli' is neither a file nor on PATH (set NSIGHT_OPERATOR_CLI; it is nsight_operator.py from NGC's nsight-operator-resources bundle, version 26.3.1 as the chart (Python 3.12 or later; Nsight Operator User Guide))" >&2
     exit 1
   }
   cli=$found

@@ -7,7 +7,7 @@
 # the chart's CRDs are applied first, server-side (some exceed the client-side annotation limit);
 # existing custom resources are kept. Then the open profiling session is ended, the release
 # upgraded with its values, and the injector restarted (it reads `privileged` at start-up).
-# Usage: upgrade-injector.sh   (needs helm 3, kubectl; NSIGHT_OPERATOR_CLI: nsight_operator.py)
+# Usage: upgrade-injector.sh   (needs helm 3, kubectl; NSIGHT_OPERATOR_CLI: nsight_operator.py from NGC's nsight-operator-resources bundle, version 26.3.1 as the chart (Python 3.12 or later; Nsight Operator User Guide))
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -24,7 +24,7 @@ from nsysgen.analyze.plot import preload as preload_matplotlib
 from nsysgen.analyze.plot import require_matplotlib
 from nsysgen.analyze.reduce import reduce
 from nsysgen.analyze.runs import Run
-from nsysgen.errors import EXIT_INVALID
+from nsysgen.errors import EXIT_INVALID, close_flags
 from nsysgen.textwidth import wrap
 
 
@@ -104,8 +104,24 @@ def _output(args: argparse.Namespace, run: Run) -> Path:
     return out
 
 
+def unknown_flag(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """A misspelt flag, refused with the one meant: argparse (before Python 3.14) only says
+    "unrecognized arguments". Prefixes of a flag are left to argparse, which takes them."""
+    flags = list(parser._option_string_actions)  # noqa: SLF001 - argparse lists them nowhere else
+    for word in argv:
+        if word == "--":
+            return
+        name = word.partition("=")[0]
+        if not name.startswith("--") or any(flag.startswith(name) for flag in flags):
+            continue
+        hint = close_flags(name, flags)
+        if hint:
+            raise AnalyzeError(f"analyze does not take {name}{hint}")
+
+
 def run_analyze(argv: Sequence[str]) -> int:
     parser = _parser()
+    unknown_flag(parser, argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -41,6 +41,7 @@ from nsysgen.analyze.nccl import (
     export_sqlite,
     find_nsys,
     report_sources,
+    unpack_hint,
 )
 from nsysgen.analyze.report import Reduced, read_export, refuse_incomplete
 from nsysgen.analyze.steps import Collective, RankTables, StepRow
@@ -164,6 +165,16 @@ def save_reduced(source: Path, key: dict[str, Any], reduced: Reduced) -> None:
         partial.unlink(missing_ok=True)
 
 
+def _found(path: Path) -> str:
+    """What the folder holds instead of reports: the files skipped, and for archived reports
+    the command that unpacks them."""
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+    if not files:
+        return "; the folder is empty" if path.is_dir() else ""
+    names = ", ".join(p.name for p in files[:3]) + (", ..." if len(files) > 3 else "")
+    return f"; found and skipped {len(files)} file(s) ({names}){unpack_hint(files)}"
+
+
 def plan_tasks(path: Path, nsys: str | None, only: str | None = None) -> list[Task]:
     """A task per report at `path` (with `only`: whose name holds job id `only`), in name
     order; finds nsys only where an export is due."""
@@ -199,7 +210,7 @@ def plan_tasks(path: Path, nsys: str | None, only: str | None = None) -> list[Ta
         tool = tool or find_nsys(nsys)
         tasks.append(Task(report, target, tool))
     if not tasks:
-        raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports")
+        raise AnalyzeError(f"{path}: no .nsys-rep or .sqlite reports{_found(path)}")
     # Exports read as they are, checked here, before a cluster starts or anything is written:
     # one found damaged later, on a worker, would stop the run halfway, other reports done.
     refuse_incomplete([task.export for task in tasks if task.nsys is None])

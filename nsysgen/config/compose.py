@@ -22,7 +22,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
 from hydra.errors import HydraException, MissingConfigException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -30,7 +30,7 @@ from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from nsysgen.config.hygiene import control_character, resolver_issues
 from nsysgen.config.interpolate import REFERENCE, Unsupported, resolve
-from nsysgen.config.keys import suggest
+from nsysgen.config.keys import suggest, takes_list
 from nsysgen.errors import ComposeError, InvalidConfig
 from nsysgen.resources import CONF_DIR
 
@@ -134,6 +134,8 @@ class Composer:
         """Compose `overrides`, then set `values` (dotted key -> value) as if overridden last."""
         parsed = self.parse(overrides)
         sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
+        for override in parsed:
+            _refuse_comma_list(override)
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
         structural = [
@@ -254,6 +256,22 @@ class Composer:
         return unknown_option(group, option, self.group_options(group)) + where
 
 
+def _refuse_comma_list(override: Override) -> None:
+    """`capture.ranks=0,8` outside -m: Hydra reads a sweep, but the user meant the list
+    (the key takes one); saying "a sweep needs -m" would send them to the wrong fix."""
+    value = override.value() if override.is_sweep_override() else None
+    key = override.key_or_group
+    if not isinstance(value, ChoiceSweep) or not value.simple_form or not takes_list(key):
+        return
+    items = str(override.input_line).partition("=")[2]
+    leaf = key.rsplit(".", 1)[-1]
+    what = f"a list of {leaf.replace('_', ' ')}" if leaf.endswith("s") else "a list"
+    raise ComposeError(
+        f"{override.input_line}: for {what} write {key}=[{items}] "
+        f"(a comma outside brackets is a sweep, which needs -m)"
+    )
+
+
 _PAIRED_KEYS = re.compile(r"^[A-Za-z_][\w./-]*(\+[A-Za-z_][\w./-]*)+=")
 
 
@@ -353,16 +371,29 @@ def _assign_and_resolve_with_omegaconf(
         # OmegaConf's own text names neither the file nor the keys that do exist.
         key = str(getattr(exc, "full_key", "") or "")
         missing = _MISSING_KEY.search(str(exc))
+        if missing:
+            key = _referrer(cfg, missing.group(1), [dotted for dotted, _ in assignments]) or key
         source = sources.get(key.split(".")[0])
         raise ComposeError(
             f"{key}: refers to {missing.group(1) if missing else 'a key'}, which the config "
             f"does not have{suggest(missing.group(1), _keys(cfg)) if missing else ''}"
             + (f" [in {source}]" if source else "")
+            + "; fix: ${...} names a key of the config (nsysgen show lists them)"
         ) from None
     except OmegaConfBaseException as exc:
         raise ComposeError(_first_paragraph(str(exc))) from None
     assert isinstance(data, dict)
     return {str(key): value for key, value in data.items()}
+
+
+def _referrer(cfg: DictConfig, missing: str, assigned: Sequence[str]) -> str | None:
+    """The key whose own value holds `${missing}`. OmegaConf names the key it was resolving,
+    which may only interpolate the broken one (capture.report_dir holds ${job.name}): the
+    user typed, and must fix, the key that holds the bad reference; their overrides first."""
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    holders = [key for key, refs in references(plain).items() if missing in refs]
+    typed = [key for key in holders if key in assigned]
+    return next(iter(typed or holders), None)
 
 
 _ENV_VALUE = re.compile(r"^(cluster\.env\.[^.]+|(cluster|workload)\.env_defaults\.[^.]+\.value)$")

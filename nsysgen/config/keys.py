@@ -24,6 +24,17 @@ class Key:
     path: str  # dotted, e.g. capture.delay
     kind: str  # "integer", "string or null", "object", ...
     description: str
+    takes_list: bool = False  # a list is one of its values (`key=[a,b]`)
+
+
+def _takes_list(node: dict[str, Any]) -> bool:
+    types = node.get("type")
+    if types == "array" or (isinstance(types, list) and "array" in types):
+        return True
+    return any(
+        isinstance(branch, dict) and _takes_list(branch)
+        for branch in (*node.get("oneOf", ()), *node.get("anyOf", ()))
+    )
 
 
 @cache
@@ -71,7 +82,7 @@ def _properties(node: dict[str, Any]) -> dict[str, Any]:
 
 def _walk(node: dict[str, Any], file: str, path: str) -> Iterator[Key]:
     node, file = _resolve(node, file)
-    yield Key(path, _kind(node), str(node.get("description", "")))
+    yield Key(path, _kind(node), str(node.get("description", "")), _takes_list(node))
     if node.get("type") == "object" or "properties" in node:
         for name, sub in sorted(_properties(node).items()):
             yield from _walk(sub, file, f"{path}.{name}")
@@ -92,6 +103,11 @@ def children(path: str) -> list[str]:
     prefix = f"{path}." if path else ""
     names = {k.path[len(prefix) :].split(".")[0] for k in catalog() if k.path.startswith(prefix)}
     return sorted(n for n in names if n)
+
+
+def takes_list(path: str) -> bool:
+    """Whether the key at `path` takes a list (a comma outside brackets is then a mistake)."""
+    return any(key.takes_list for key in catalog() if key.path == path)
 
 
 def suggest(word: str, choices: list[str]) -> str:

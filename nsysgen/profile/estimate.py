@@ -102,6 +102,22 @@ def estimate_report_size(config: Config) -> SizeEstimate:
     return SizeEstimate(round(size), basis)
 
 
+def human_seconds(seconds: float) -> str:
+    """A duration as a person reads it: fixed notation in a unit that fits (0.28 s, 56.4 s,
+    12.5 min, 3.2 h, 51.7 days), never `4.46556e+06 s`. Every estimated duration that plan,
+    the lints and the generated files print goes through here."""
+    if seconds < 120:
+        # Up to 3 significant digits (a fit's estimate holds no more), trailing zeros dropped.
+        digits = 3 - len(str(int(seconds))) if seconds >= 1 else 3
+        text = f"{seconds:.{max(digits, 0)}f}"
+        return f"{text.rstrip('0').rstrip('.') if '.' in text else text} s"
+    for unit, size, below in (("min", 60, 120), ("h", 3600, 48), ("days", 86400, None)):
+        value = seconds / size
+        if below is None or value < below:
+            return f"{value:.1f} {unit}"
+    raise AssertionError
+
+
 def human_bytes(size: float) -> str:
     """A byte count in decimal units, as plan and the generated files print it."""
     for unit in ("B", "KB", "MB", "GB", "TB"):

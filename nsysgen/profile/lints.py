@@ -18,10 +18,11 @@ from nsysgen.model import Config, Severity
 from nsysgen.patching.step_args import step_limit
 from nsysgen.profile import cuda_trace, nccl_run, pause
 from nsysgen.profile.environment import job_env
-from nsysgen.profile.estimate import human_bytes
+from nsysgen.profile.estimate import human_bytes, human_seconds
 from nsysgen.profile.overhead import THRESHOLD_PERCENT
 from nsysgen.profile.pause import NEAR_FRACTION
 from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.recorded import recorded_ranks
 from nsysgen.profile.secrets import find_secrets
 from nsysgen.profile.teardown import no_room_to_write
 from nsysgen.profile.workloads import ScriptSettings, workload_kind
@@ -125,6 +126,19 @@ def _too_many_ranks(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, st
             "capture.ranks",
             f"{len(plan.recorded)} tasks record, more than "
             f"lints.max_profiled_ranks={limit}: big reports, slow post-processing",
+        )
+
+
+def _more_ranks_than_named(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    ranks = recorded_ranks(config, plan)
+    if ranks.ranks_per_report > 1 and ranks.extra:
+        yield (
+            "capture.ranks",
+            f"each report holds every rank of its node: nsys wraps the node's launcher "
+            f"(workload.launch={config.workload.launch}), so the run records {ranks.total} "
+            f"ranks in {ranks.reports} report(s), {ranks.extra} more than the {ranks.named} "
+            f"that capture.ranks={ranks.named_text} names "
+            f"({ranks.total / ranks.named:.1f}x the data)",
         )
 
 
@@ -321,7 +335,7 @@ def _close_pause_near_timeout(config: Config, plan: ProfilePlan) -> Iterator[tup
         yield (
             "capture",
             "the window's close is expected to hold each recorded rank "
-            f"~{expected.close_s:g} s{pause.with_options(expected.close_options)} "
+            f"~{human_seconds(expected.close_s)}{pause.with_options(expected.close_options)} "
             f"(~{human_bytes(plan.size.bytes_per_report)} per report; {pause.BASIS}), more than "
             f"half the collective timeout, {expected.timeout_s} s ({expected.timeout_source}): "
             "the other ranks wait that long at their next collective, and past the timeout "
@@ -481,6 +495,14 @@ CORE_LINTS: tuple[Lint, ...] = (
         "more iterations (workload.nccl.iterations)",
         "error",
         _window_after_nccl_tests,
+    ),
+    Lint(
+        "NSG024",
+        "a per-node session records more ranks than `capture.ranks` names",
+        "list every rank of the recorded nodes in capture.ranks to accept the data, or record "
+        "with one task per GPU (workload.launch=per_gpu) where the workload has it",
+        "warning",
+        _more_ranks_than_named,
     ),
 )
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from nsysgen.model import Config
-from nsysgen.profile.estimate import gpus_per_report
+from nsysgen.profile.estimate import gpus_per_report, human_seconds
 
 OPEN_S = 0.28  # the largest open pause measured without GPU metrics (median 0.20 s)
 OPEN_GPU_METRICS_S = 0.87  # the largest with --gpu-metrics-devices (0.71..0.87 s)
@@ -161,9 +161,12 @@ def text(pause: Pause) -> str:
     """The plan's line."""
     edges = []
     if pause.open_s is not None:
-        edges.append(f"~{pause.open_s:g} s when the window opens{with_options(pause.open_options)}")
+        opens = with_options(pause.open_options)
+        edges.append(f"~{human_seconds(pause.open_s)} when the window opens{opens}")
     if pause.close_s is not None:
-        edges.append(f"~{pause.close_s:g} s when it closes{with_options(pause.close_options)}")
+        edges.append(
+            f"~{human_seconds(pause.close_s)} when it closes{with_options(pause.close_options)}"
+        )
     if not edges:
         return "none inside the run (the capture starts and ends with the program)"
     timeout = f"{pause.timeout_s} s " if pause.timeout_s is not None else ""

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterator
 
 from nsysgen.model import Config
+from nsysgen.profile.estimate import human_bytes, human_seconds
 from nsysgen.profile.plan import ProfilePlan
 
 # Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
@@ -56,8 +57,8 @@ def no_room_to_write(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, s
         path = "capture.duration" if config.capture.mode == "window" else "capture.last_step"
         yield (
             path,
-            f"the capture ends about {end:.0f} s after launch and nsys needs about {need} s to "
-            f"write a report of ~{plan.size.bytes_per_report / 1e6:.0f} MB, past the time limit "
-            f"of {limit} s: the report may be lost at teardown (allowed: capture end <= "
-            f"{limit - need} s)",
+            f"the capture ends about {human_seconds(end)} after launch and nsys needs about "
+            f"{human_seconds(need)} to write a report of ~{human_bytes(plan.size.bytes_per_report)}"
+            f", past the time limit of {human_seconds(limit)}: the report may be lost at "
+            f"teardown (allowed: capture end <= {limit - need} s)",
         )

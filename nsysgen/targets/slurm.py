@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from nsysgen.profile.ranks import RankSelection, TaskSet, select, tasks_per_node
 from nsysgen.profile.recipes import recipe_runs
 from nsysgen.profile.teardown import sbatch_options as teardown_options
 from nsysgen.profile.teardown import write_seconds
-from nsysgen.profile.workloads import SITE_DIR, LaunchShell, program, typed_block
+from nsysgen.profile.workloads import SITE_DIR, LaunchShell, Program, program, typed_block
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
 from nsysgen.targets.expect import RUN_FOLDER, verify_files
 
@@ -31,6 +32,13 @@ ENV_FILE = "nsysgen-env.sh"
 SHELL = LaunchShell(
     nnodes="${SLURM_JOB_NUM_NODES}", job_id="${SLURM_JOB_ID}", head_node="${head_node}"
 )
+# The same, where a job script of the user's own sources nsysgen-env.sh: that file runs in the
+# user's shell, so every name it defines is nsysgen's own (a user's $head_node stays theirs).
+OWN_SHELL = LaunchShell(
+    nnodes="${SLURM_JOB_NUM_NODES}", job_id="${SLURM_JOB_ID}", head_node="${NSYSGEN_HEAD_NODE}"
+)
+# The shell variables the program's command names, as nsysgen-env.sh names them.
+_OWN_NAMES = {"${nemo_overrides[@]}": "${NSYSGEN_NEMO_OVERRIDES[@]}"}
 # Variables Slurm sets in every task. HOSTNAME is set too, but
 # to the batch host for every task, so it is modelled as such.
 SLURM_TASK_VARS = frozenset(
@@ -88,10 +96,21 @@ def _tasks_text(config: Config) -> str:
     return f"{config.cluster.nodes * per_node} tasks on {config.cluster.nodes} nodes ({shape})"
 
 
+def own_program(config: Config) -> Program:
+    """The program as a job script of the user's own starts it, after sourcing nsysgen-env.sh:
+    with the prefixed names that file defines."""
+    prog = program(config, OWN_SHELL)
+    command = tuple(
+        ShellExpr(_OWN_NAMES[word]) if isinstance(word, ShellExpr) and word in _OWN_NAMES else word
+        for word in prog.command
+    )
+    return dataclasses.replace(prog, command=command)
+
+
 def own_script_change(config: Config, plan: ProfilePlan, folder: str) -> list[str]:
     """The lines a job script of the user's own needs (`folder`: where this setup's folder is
     on the cluster), and what else it must hold, as printed at compile time and in the README."""
-    command = shjoin(program(config, SHELL).command)
+    command = shjoin(own_program(config).command)
     lines = [
         f"source {shquote(folder + '/' + ENV_FILE)}",
         f'srun [your srun options] "$NSYSGEN_EXEC" {command}',
@@ -370,7 +389,7 @@ def _analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
 
 
 def _env_file(config: Config) -> ArtifactSpec:
-    prog = program(config, SHELL)
+    prog = own_program(config)
     return ArtifactSpec(
         path=ENV_FILE,
         template="slurm/nsysgen-env.sh.j2",

@@ -94,7 +94,11 @@ def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
 
 def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli: RunCli) -> None:
     empty = run_cli("analyze", str(tmp_path))
-    assert empty.code == 2 and empty.err == f"error: {tmp_path}: no .nsys-rep or .sqlite reports\n"
+    assert (
+        empty.code == 2
+        and empty.err
+        == f"error: {tmp_path}: no .nsys-rep or .sqlite reports; the folder is empty\n"
+    )
     (tmp_path / "r.nsys-rep").write_bytes(b"x")
     no_nsys = run_cli("analyze", str(tmp_path), "--nsys", "/nonexistent/nsys")
     assert no_nsys.code == 2 and "no nsys to export .nsys-rep reports with" in no_nsys.err

@@ -29,6 +29,9 @@ USER_FILES = {
     "nsight/old.yaml": "defaults:\n  - 2025.3.1\n  - _self_\nversion: 12\n",
     "experiment/x.yaml": "# @package _global_\ndefaults:\n  - override /cluster: ourp6\n",
     "experiment/y.yaml": "# @package _global_\ncapture:\n  delay: -3\n",
+    # Exports archived as they often are, which analyze does not read.
+    "reports/r_job5_rank0.sqlite.xz": "",
+    "reports/r_job5_rank1.sqlite.xz": "",
 }
 
 
@@ -96,8 +99,18 @@ CASES: dict[str, Case] = {
         ("cluster.nodes: refers to cluster.gpu_per_node", "cluster.gpus_per_node"),
     ),
     "resolver": Case(("job.name=${oc.env:HOME}",), ("job.name",)),
+    # the key the user typed, not capture.report_dir, which interpolates it
+    "interpolation-of-typed-key": Case(
+        ("job.name=${foo}",), ("error: job.name: refers to foo", "nsysgen show lists them")
+    ),
     # --- sweep grammar
     "sweep-without-m": Case(("capture.delay=30,60",), ("a sweep needs -m",)),
+    "list-as-sweep": Case(
+        ("capture.ranks=0,8",), ("for a list of ranks write capture.ranks=[0,8]",)
+    ),
+    "list-as-sweep-trace": Case(
+        ("capture.trace=cuda,nvtx",), ("for a list write capture.trace=[cuda,nvtx]",)
+    ),
     "paired-without-m": Case(
         ("capture.delay+capture.duration=30:60,90:30",), ("a paired sweep needs -m",)
     ),
@@ -136,6 +149,21 @@ CASES: dict[str, Case] = {
     "verify-path": Case(("verify", "nowhere"), ("nowhere/nsysgen-expect.json not found",)),
     "verify-flag": Case(("verify", "--bogus"), ("--bogus",)),
     "completion-shell": Case(("completion", "fish"), ("completion takes one shell",)),
+    # --- misspelt flags of every verb: the flag meant
+    "compile-flag-typo": Case(
+        ("--config_dir", "uc"), ("compile does not take --config_dir (did you mean --config-dir?)",)
+    ),
+    "plan-flag-typo": Case(("plan", "--jsno"), ("did you mean --json?",)),
+    "show-flag-typo": Case(("show", "--al"), ("did you mean --all?",)),
+    "regenerate-flag-typo": Case(("regenerate", "--froce"), ("did you mean --force?",)),
+    "analyze-flag-typo": Case(("analyze", ".", "--job_id", "4"), ("did you mean --job-id?",)),
+    "verify-flag-typo": Case(("verify", ".", "--job_id", "4"), ("did you mean --job-id?",)),
+    "completion-flag-typo": Case(("completion", "--hlep"), ("did you mean --help?",)),
+    # --- what analyze found instead of reports
+    "analyze-archived": Case(
+        ("analyze", "uc/reports"),
+        ("found and skipped 2 file(s)", "unpack them first: xz -dk uc/reports/*.sqlite.xz"),
+    ),
 }
 
 

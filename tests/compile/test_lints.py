@@ -130,6 +130,11 @@ CASES = {
     ),
     # A 50-minute window of FSDP on every rank: reports of ~900 MB, a close pause of ~300 s,
     # half of torch's 600 s collective timeout; the default 60 s window: ~9 s.
+    # One torchrun per node under nsys: a report holds all 8 ranks of its node.
+    "NSG024": (
+        ["workload=fsdp", "capture.ranks=[0,8]"],
+        ["workload=fsdp", "capture.ranks=[0,1,2,3,4,5,6,7]"],
+    ),
     "NSG023": (
         ["workload=fsdp", "capture.duration=3000"],
         ["workload=fsdp"],

@@ -185,7 +185,7 @@ def test_nsg023_counts_the_trace_options(run_cli: RunCli) -> None:
     assert "NSG023" not in [f["id"] for f in plain["lints"]]
     osrt = _plan(run_cli, *base, "capture.trace=[cuda,nvtx,osrt]")
     found = [f for f in osrt["lints"] if f["id"] == "NSG023"]
-    assert len(found) == 1 and "s (with osrt) (~" in found[0]["message"]
+    assert len(found) == 1 and " (with osrt) (~" in found[0]["message"]
 
 
 MEGATRON_LONG = ("workload=megatron", "capture.duration=300", "job.time_limit_min=600")

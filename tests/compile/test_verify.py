@@ -168,7 +168,7 @@ def test_lint_no_room_to_write_the_report() -> None:
     cfg = config("capture=window", "capture.delay=3500", "capture.duration=60")
     findings = [f for f in _lints(cfg) if f.lint == "NSG013"]
     assert len(findings) == 1 and findings[0].severity == "warning"
-    assert "past the time limit of 3600 s" in findings[0].message
+    assert "past the time limit of 60.0 min" in findings[0].message
     cfg = config("capture=window", "capture.delay=30", "capture.duration=60")
     assert not [f for f in _lints(cfg) if f.lint == "NSG013"]
 

@@ -85,7 +85,7 @@ def test_recompiling_identical_output_rewrites_nothing(tmp_path: Path, run_cli: 
         os.utime(path, ns=(1_000_000_000, 1_000_000_000))
     before = snapshot(tmp_path)
     result = run_cli(*STEPS, f"output_dir={tmp_path}")
-    assert result.out.endswith("8 files (unchanged)\n")
+    assert "8 files (unchanged)\n" in result.out, result.out
     assert snapshot(tmp_path) == before
 
 
@@ -113,9 +113,10 @@ def test_changed_config_updates_only_changed_files_and_removes_orphans(
     before = snapshot(out)
     result = run_cli(*user_experiment(tmp_path, "window"), f"output_dir={out}")
     assert result.code == 0
-    assert result.out.endswith("8 files (5 updated, 1 removed, 2 unchanged)\n"), result.out
+    assert "9 files (5 updated, 2 removed, 2 unchanged)\n" in result.out, result.out
     after = snapshot(out)
     assert "mine/nsysgen-site/sitecustomize.py" not in after
+    assert "mine/nsysgen-site/nsysgen_window.py" not in after
     # Foreign files and unchanged generated files: same inode, bytes and mtime.
     for name in ("mine_123.out", "notes/mine.txt", "install-nsight.sh", "recipes.sh"):
         assert after[f"mine/{name}"] == before[f"mine/{name}"], name
@@ -192,9 +193,10 @@ def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: 
     assert f"{folder / 'nsys-exec'}: changed {regenerate}" in lines
     assert f"{folder / 'recipes.sh'}: missing {regenerate}" in lines
     assert f"{folder / 'nsysgen-site' / 'sitecustomize.py'}: orphaned {regenerate}" in lines
+    assert f"{folder / 'nsysgen-site' / 'nsysgen_window.py'}: orphaned {regenerate}" in lines
     assert "-  --capture-range=cudaProfilerApi \\" in lines  # the diff: on disk -> compiled now
     assert "+  --delay=30 \\" in lines
-    assert lines[-1].startswith("nsysgen check: 8 problems in ")
+    assert lines[-1].startswith("nsysgen check: 9 problems in ")
 
     # Regenerating makes it current again; the hand-edited README is replaced.
     assert run_cli(*args, f"output_dir={out}").code == 0

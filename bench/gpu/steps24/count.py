@@ -2,9 +2,10 @@
 """What each step range of one nsys SQLite export holds (stdlib only), as JSON.
 
 For every NVTX range "step N" of every process: the step helper's optimizer-step marks inside
-it ("nsysgen optimizer step N <Class>#<i>"), the optimizer kernels and the forward-pass kernels
-whose launching CUDA API call (CUPTI_ACTIVITY_KIND_RUNTIME, joined on correlationId within the
-process) started inside the range, and all kernels so launched. Kernel names are matched (case
+it ("nsysgen optimizer step N <Class>#<i>[ skipped][ | <counter> = <value>]"), the optimizer
+kernels and the forward-pass kernels whose launching CUDA API call (CUPTI_ACTIVITY_KIND_RUNTIME,
+joined on correlationId within the process) started inside the range, and all kernels so
+launched. Kernel names are matched (case
 insensitive regular expressions, searched in the demangled name, else the short name) by
 --optimizer and --forward. Without a runtime table (a trimmed export), a kernel counts for the
 range its GPU start lies in, and "by" says so.
@@ -28,7 +29,8 @@ import sys
 from collections import Counter, defaultdict
 
 STEP = re.compile(r"^step (\d+)$")
-MARK = re.compile(r"^nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?$")
+# The helper's mark, with the counter it numbers by since issue 38 (" | iter_num ... = 10").
+MARK = re.compile(r"^nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?( \| .*)?$")
 PUSH_POP, START_END, MARK_TYPE = 59, 60, 34  # ENUM_NSYS_EVENT_TYPE (nsys 2025.x)
 
 

@@ -5,19 +5,24 @@
 # 1. nsys 2025.3.1 of the Nsight Compute bundle, with the importer's libdw fix; the stand-in srun.
 # 2. The six generated jobs (nanogpt, ddp, fabric x hook, patch), each job.sbatch unmodified
 #    under the stand-in srun, from its script's folder, three at a time (hook, then patch).
-# 3. Each folder's own nsysgen-verify.py (what recipes.sh runs; it exports every report to
-#    SQLite), then count.py on each export: per "step N" range, the helper's optimizer-step
-#    marks, optimizer kernels and forward kernels launched inside it.
+# 3. The generated tree's nsysgen-verify.py (one above the setup folders, where recipes.sh finds
+#    it) on each setup's run (its reports are in job<ID>/ of the setup's report folder; verify
+#    exports each to SQLite), then count.py on each export: per "step N" range, the helper's
+#    optimizer-step marks, optimizer kernels and forward kernels launched inside it.
 # 4. The helper's cost: nanoGPT without nsys, plain and with the zero-patch helper armed on a
 #    window that never opens (hooks on every step, no capture), alternated, RUNS each, from
 #    nanoGPT's own "iter N: ... time X ms" lines; and hookcost.py (the hooks alone).
 # -> $OUT/steps24.json (summary) and $OUT/steps24.tar.gz (logs, verify output, counts, small
 #    SQLite exports and reports).
 # Environment: RUNS (3), COST_ITERS (200), DEADLINE_S (450: later cost runs are skipped past it),
-# SCRIPTS ("nanogpt ddp fabric": the scripts whose two setups run).
+# SCRIPTS ("nanogpt ddp fabric": the scripts whose two setups run), NSYSGEN_DRY_RUN (set by the
+# CPU dry run, tests/bench/test_gpu_dry_runs.py: this machine's /etc/hosts is left alone).
 set -uo pipefail
 dir=$(cd "${1:-device/steps24}" && pwd)
 root=/tmp/nsysgen-gpu
+# shellcheck source=/dev/null
+[ -f "$dir/settings.sh" ] && . "$dir/settings.sh"   # root and NSYS_HOST, as prepare.sh compiled them
+export NSYS_HOST
 : "${OUT:=/tmp/out}" "${RUNS:=3}" "${COST_ITERS:=200}" "${DEADLINE_S:=450}"
 : "${SCRIPTS:=nanogpt ddp fabric}"
 res=$root/steps24
@@ -31,14 +36,16 @@ export QDSTRM_IMPORTER=$NSYS_HOST/linux-desktop-glibc_2_11_3-x64/QdstrmImporter
 export PATH=$dir/shim:$PATH
 # The stand-in scontrol names the node as the job's node list does; torchrun's rendezvous then
 # connects to that name, which a real cluster's DNS resolves (here: to this machine).
-getent hosts gpunode1 > /dev/null || echo '127.0.0.1 gpunode1' >> /etc/hosts
+if [ -z "${NSYSGEN_DRY_RUN:-}" ]; then
+  getent hosts gpunode1 > /dev/null || echo '127.0.0.1 gpunode1' >> /etc/hosts
+fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
 say() { echo "[steps24 $((SECONDS))s] $*"; }
 pack() { # the summary and the tarball as they stand (again after each phase: a run cut short
   # by the device's limit still brings back what it did)
   rm -rf "$res/generated" && cp -r "$root/generated" "$res/generated"
-  rm -rf "$res"/generated/*/nsysgen-site "$res"/generated/*/nsysgen-verify.py
+  rm -rf "$res"/generated/*/nsysgen-site "$res/generated/nsysgen-verify.py"
   python3 "$dir/summarize.py" "$res" > "$OUT/steps24.json"
   cp "$OUT/steps24.json" "$res/"
   tar -C "$root" -czf "$OUT/steps24.tar.gz" steps24
@@ -76,6 +83,7 @@ EOF
 run_job() { # SETUP JOB_ID: its job.sbatch under the stand-in srun, from its script's folder
   local setup=$1 id=$2 logs=$res/$1/logs t0=$SECONDS status=0
   mkdir -p "$logs"
+  echo "$id" > "$res/$setup/job.id"
   (cd "$root/work/$setup/$corpus" && rm -rf snapshot.pt checkpoints out &&
     NSYSGEN_DIR=$root/generated/$setup NSYSGEN_LOG_DIR=$logs SLURM_JOB_ID=$id \
     SLURM_JOB_NUM_NODES=1 SLURM_JOB_NODELIST=gpunode1 SLURM_NTASKS_PER_NODE=1 \
@@ -85,13 +93,16 @@ run_job() { # SETUP JOB_ID: its job.sbatch under the stand-in srun, from its scr
 }
 
 check_setup() { # SETUP COUNT_ARGS...: verify, export (if verify did not), count each report
-  local setup=$1 folder=$root/generated/$1 reports=$root/nsight-reports/$1 out=$res/$1 rc=0
+  local setup=$1 folder=$root/generated/$1 out=$res/$1 rc=0 id
   shift
+  id=$(cat "$out/job.id" 2> /dev/null) || return 0
+  local reports=$root/nsight-reports/$setup/job$id
   mkdir -p "$out/reports"
-  timeout 150 python3 "$folder/nsysgen-verify.py" "$folder" --json > "$out/verify.json" \
-    2> "$out/verify.err" || rc=$?
+  timeout 150 python3 "$root/generated/nsysgen-verify.py" "$folder" --job-id "$id" --json \
+    > "$out/verify.json" 2> "$out/verify.err" || rc=$?
   echo "$rc" > "$out/verify.rc"
-  timeout 60 python3 "$folder/nsysgen-verify.py" "$folder" > "$out/verify.txt" 2>&1
+  timeout 60 python3 "$root/generated/nsysgen-verify.py" "$folder" --job-id "$id" \
+    > "$out/verify.txt" 2>&1
   ls -la "$reports" > "$out/reports.txt" 2>&1
   for rep in "$reports"/*.nsys-rep; do
     [ -f "$rep" ] || continue

@@ -17,16 +17,20 @@
 #            forward runs inside optimizer.step(closure), epochs of 8 steps with validation and a
 #            checkpoint between them; driven by bench/gpu/steps24/fabric_driver.py; steps 6..10
 #            (the window spans the end of epoch 0)
+# Environment (for the CPU dry run, tests/bench/test_gpu_dry_runs.py; the device needs neither):
+#   STEPS24_ROOT (/tmp/nsysgen-gpu): the device's "shared filesystem", compiled into the jobs
+#   STEPS24_NSIGHT_ROOT (/opt/nvidia/nsight-compute/2025.3.1/host): the nsys bundle's host folder
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
 out=${1:-device/steps24}
 case "$out" in /*) ;; *) out=$PWD/$out ;; esac
 rm -rf "$out" && mkdir -p "$out/debs" "$out/work" "$out/generated"
-root=/tmp/nsysgen-gpu           # the device's "shared filesystem" (device.sh copies work/ there)
+root=${STEPS24_ROOT:-/tmp/nsysgen-gpu}  # the device's "shared filesystem" (device.sh copies work/ there)
+nsight_root=${STEPS24_NSIGHT_ROOT:-/opt/nvidia/nsight-compute/2025.3.1/host}
 corpus=tests/training_scripts/corpus
 cluster=(cluster=local cluster.nodes=1 cluster.gpus_per_node=1 "cluster.shared_fs=$root"
-         cluster.nsight_root=/opt/nvidia/nsight-compute/2025.3.1/host nsight=2025.3.1)
+         "cluster.nsight_root=$nsight_root" nsight=2025.3.1)
 nsysgen=nsysgen
 command -v nsysgen > /dev/null || nsysgen=$PWD/.venv/bin/nsysgen   # not activated: the project's venv
 compile() { # NAME ARGS...: one setup into $out/generated/NAME (nsysgen's summary into NAME.txt)
@@ -67,26 +71,32 @@ for method in hook patch; do
 done
 
 # The scripts: hook setups run them unmodified, patch setups the copy the generated patch made.
+# Each patch also adds the step helper beside its script (nsysgen_window.py, a new file): one
+# scratch tree per script, so that the three patches do not add it three times to one folder.
+declare -A script=([nanogpt]=nanogpt_train.py [ddp]=pt_ddp_multigpu_torchrun.py
+                    [fabric]=fabric_build_your_own_trainer.py)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-git init -q "$scratch"
-mkdir -p "$scratch/$corpus"
-cp "$corpus/nanogpt_train.py" "$corpus/pt_ddp_multigpu_torchrun.py" \
-  "$corpus/fabric_build_your_own_trainer.py" "$scratch/$corpus/"
 for name in nanogpt ddp fabric; do
-  git -C "$scratch" apply --check "$out/generated/$name-patch/training-loop.patch"
-  git -C "$scratch" apply "$out/generated/$name-patch/training-loop.patch"
+  git init -q "$scratch/$name"
+  mkdir -p "$scratch/$name/$corpus" "$out/work/$name-hook/$corpus" "$out/work/$name-patch/$corpus"
+  cp "$corpus/${script[$name]}" "$scratch/$name/$corpus/"
+  git -C "$scratch/$name" apply --check "$out/generated/$name-patch/training-loop.patch"
+  git -C "$scratch/$name" apply "$out/generated/$name-patch/training-loop.patch"
+  # The patched script and whatever the patch added beside it (the helper).
+  cp "$scratch/$name/$corpus"/*.py "$out/work/$name-patch/$corpus/"
 done
 for method in hook patch; do
   from=$corpus
-  [ "$method" = patch ] && from=$scratch/$corpus
-  for name in nanogpt ddp fabric; do mkdir -p "$out/work/$name-$method/$corpus"; done
+  [ "$method" = patch ] && from=$scratch/nanogpt/$corpus
   cp "$from/nanogpt_train.py" "$out/work/nanogpt-$method/$corpus/"
   # The scripts' companions, kept here unreformatted as *.py.upstream (ruff checks bench/).
   cp "$here/nanogpt/model.py.upstream" "$out/work/nanogpt-$method/$corpus/model.py"
   cp "$here/nanogpt/configurator.py.upstream" "$out/work/nanogpt-$method/$corpus/configurator.py"
+  [ "$method" = patch ] && from=$scratch/ddp/$corpus
   cp "$from/pt_ddp_multigpu_torchrun.py" "$out/work/ddp-$method/$corpus/"
   cp "$here/ddp/datautils.py.upstream" "$out/work/ddp-$method/$corpus/datautils.py"
+  [ "$method" = patch ] && from=$scratch/fabric/$corpus
   cp "$from/fabric_build_your_own_trainer.py" "$out/work/fabric-$method/$corpus/"
   # Two ranks on one GPU: gloo (NCCL refuses two ranks on one device) and GPU LOCAL_RANK % count.
   ddp=$out/work/ddp-$method/$corpus/pt_ddp_multigpu_torchrun.py
@@ -98,8 +108,6 @@ for method in hook patch; do
   [ "$(grep -c '% torch.cuda.device_count())' "$ddp")" = 2 ]
 done
 # What the copies differ by, for the results: the patch (patch setups) and the two DDP lines.
-declare -A script=([nanogpt]=nanogpt_train.py [ddp]=pt_ddp_multigpu_torchrun.py
-                    [fabric]=fabric_build_your_own_trainer.py)
 for name in nanogpt ddp fabric; do
   for method in hook patch; do
     diff -u "$corpus/${script[$name]}" "$out/work/$name-$method/$corpus/${script[$name]}" \
@@ -108,6 +116,11 @@ for name in nanogpt ddp fabric; do
 done
 cp "$here/fabric_driver.py" "$out/work/"
 chmod +x "$out/work/fabric_driver.py"
+
+# What device.sh must run with: the root and the nsys bundle the jobs were compiled for.
+printf 'root=%q\nNSYS_HOST=%q\n' "$root" "$nsight_root" > "$out/settings.sh"
+# One verifier for the tree, above the setup folders (the generated scripts find it there).
+[ -f "$out/generated/nsysgen-verify.py" ]
 
 (cd "$out/debs" && apt-get download -qq libdw1 libelf1 2>/dev/null)
 ls "$out"/debs/libdw1_*.deb "$out"/debs/libelf1_*.deb > /dev/null

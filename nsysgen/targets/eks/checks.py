@@ -8,6 +8,7 @@ from nsysgen.errors import Issue
 from nsysgen.model import Config
 from nsysgen.profile import cuda_trace
 from nsysgen.profile.environment import job_env
+from nsysgen.profile.estimate import human_bytes, human_seconds
 from nsysgen.profile.lints import Lint
 from nsysgen.profile.plan import ProfilePlan
 from nsysgen.profile.teardown import write_seconds
@@ -279,7 +280,8 @@ def _grace_unpatchable(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
         f"Kubeflow Trainer 2.2's runtimePatches cannot set terminationGracePeriodSeconds, so "
         f"the pods get the runtime's ({DEFAULT_GRACE_S} s unless it sets one){dropped}; nsys "
         "needs about "
-        f"{need} s to write a report of ~{plan.size.bytes_per_report / 1e6:.0f} MB after the "
+        f"{human_seconds(need)} to write a report of ~{human_bytes(plan.size.bytes_per_report)} "
+        "after the "
         "deadline's SIGTERM, or the report is cut off",
     )
 

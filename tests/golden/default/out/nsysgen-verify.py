@@ -52,8 +52,20 @@ RUN_FOLDER = re.compile(r"job([0-9]+)")
 FETCHED_RUN = re.compile(r"run-[0-9]{8}T[0-9]{6}Z")
 NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
 NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
-# The step helper's mark: the step's number, the optimizer's class and index in its process.
+# The step helper's mark: the number of the step range it is in, the optimizer's class and
+# index in its process.
 OPTIMIZER_MARK = re.compile(r"nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?")
+# What may follow it: the program's counter that numbered the steps and the value it had at this
+# optimizer step. The counter is the program's own expression, which may hold " = " itself: the
+# value is after the last one.
+COUNTER_READ = re.compile(r" \| (.+) = (-?\d+)", re.DOTALL)
+# The helper's mark as the window opens, once per recording process: how many optimizer steps
+# make one training step, how many of the counter's advances it checked before the window, and
+# what numbers the steps (the program's counter, nsysgen's own count, or nsysgen's count because
+# the counter failed the check: the text says why).
+NUMBERING_MARK = re.compile(
+    r"nsysgen numbering per_step=(\d+) checked=(\d+) (counter|count|fallback)=(.*)", re.DOTALL
+)
 _NS = 1e9
 # Planned report names hold <token>s for what only the run knows (<jobid>, <host3>, <pid0>).
 TOKEN = re.compile(r"<([A-Za-z0-9_]+)>")
@@ -62,6 +74,17 @@ ANY = r"[^/]*?"
 
 class BadInput(Exception):
     """Input that verify cannot work with: exit 2 with this message."""
+
+
+@dataclass
+class Numbering:
+    """How the step helper numbered the steps of one process of a report (its numbering mark)."""
+
+    process: int  # the pid
+    source: str  # counter | count | fallback
+    text: str  # the counter; how nsysgen counted; or why the counter was not used
+    per_step: int  # optimizer steps per training step, as the helper learned or was told
+    checked: int  # the counter's step-to-step advances checked before the window (0: none)
 
 
 @dataclass
@@ -75,6 +98,7 @@ class Finding:
     problems: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    numbering: list[Numbering] = field(default_factory=list)  # per process, where marked
 
 
 @dataclass
@@ -449,6 +473,8 @@ class Contents:
     # optimizer-step mark of the step helper, for the one-optimizer-step-per-step check.
     spans: list[tuple[int, int, int, str]] = field(default_factory=list)
     marks: list[tuple[int, int, str]] = field(default_factory=list)
+    # (process, time, text) of the helper's numbering marks: how each process numbered its steps.
+    numbering: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 def _count(db: sqlite3.Connection, table: str, where: str = "") -> int:
@@ -466,6 +492,7 @@ def read_contents(sqlite_file: Path) -> Contents:
         ranges: list[str] = []
         spans: list[tuple[int, int, int, str]] = []
         marks: list[tuple[int, int, str]] = []
+        numbering: list[tuple[int, int, str]] = []
         if _count(db, "NVTX_EVENTS"):
             types = ",".join(map(str, NVTX_RANGE_TYPES + NVTX_MARK_TYPES))
             rows = db.execute(
@@ -481,6 +508,8 @@ def read_contents(sqlite_file: Path) -> Contents:
                 if kind in NVTX_MARK_TYPES:
                     if str(text).startswith("nsysgen optimizer step "):
                         marks.append((int(process), int(start), str(text)))
+                    elif str(text).startswith("nsysgen numbering "):
+                        numbering.append((int(process), int(start), str(text)))
                     continue
                 ranges.append(str(text))
                 if end is not None:
@@ -502,6 +531,7 @@ def read_contents(sqlite_file: Path) -> Contents:
             dropped=_dropped_events(db),
             spans=spans,
             marks=marks,
+            numbering=numbering,
         )
 
 
@@ -593,6 +623,7 @@ def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> 
     capture = expect["capture"]
     steps = capture["steps"]
     first, last = capture["first_step"], capture["last_step"]
+    numbering = _read_numbering(contents, first, found)
     matches = [m for name in contents.ranges if (m := re.fullmatch(steps["regex"], name))]
     if not matches:
         if steps.get("unmarked") and contents.kernels:
@@ -606,7 +637,8 @@ def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> 
             found.problems.append(f"holds steps {_steps_text(held)}, asked {first}..{last}")
             found.causes.append(_why_steps_differ(held[-1] < last, last))
         if capture.get("optimizer_steps"):
-            _check_optimizer_steps(steps["regex"], int(capture["optimizer_steps"]), contents, found)
+            asked = int(capture["optimizer_steps"])
+            _check_optimizer_steps(steps["regex"], asked, numbering, contents, found)
     elif len(matches) != last - first + 1:
         found.problems.append(
             f"holds {len(matches)} steps, asked {last - first + 1} (steps {first}..{last})"
@@ -614,9 +646,46 @@ def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> 
         found.causes.append(_why_steps_differ(len(matches) < last - first + 1, last))
 
 
-def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found: Finding) -> None:
-    """Every step range holds exactly `per_step` optimizer steps (the helper's marks), each
-    marked with the range's own number, and no optimizer step falls between the ranges."""
+def _read_numbering(contents: Contents, first: int, found: Finding) -> dict[int, Numbering]:
+    """How each process's helper numbered its steps (its numbering mark, the first if several),
+    kept in the finding for --json; a note where the numbers are not the program's own, or the
+    program's counter could not be checked before the window."""
+    numbering: dict[int, Numbering] = {}
+    for process, _, text in contents.numbering:
+        mark = NUMBERING_MARK.fullmatch(text)
+        if mark is None or process in numbering or int(mark.group(1)) < 1:
+            continue  # not this protocol's mark: the report is checked as without one
+        per_step, checked, source, how = mark.groups()
+        numbering[process] = Numbering(process, source, how, int(per_step), int(checked))
+    for facts in numbering.values():
+        found.numbering.append(facts)
+        if facts.source == "fallback":
+            # Not a failure of the window: its steps are whole and counted, only their numbers
+            # are nsysgen's (from 0, or from where the helper began counting).
+            found.notes.append(
+                f"process {facts.process}: steps numbered by nsysgen's own count, not the "
+                f'program\'s counter ({facts.text}): a range "step N" may not be the step the '
+                "program's log calls N"
+            )
+        elif facts.source == "counter" and facts.checked == 0:
+            found.notes.append(
+                f"process {facts.process}: steps numbered by the program's counter "
+                f"{facts.text}, which could not be checked before the window (too few steps "
+                f"before step {first})"
+            )
+    return numbering
+
+
+def _check_optimizer_steps(
+    regex: str,
+    asked: int,
+    numbering: dict[int, Numbering],
+    contents: Contents,
+    found: Finding,
+) -> None:
+    """Every step range holds exactly as many optimizer steps (the helper's marks) as make one
+    training step, each marked with the range's own number and, where the program's counter
+    numbered the steps, read as that number; no optimizer step falls between the ranges."""
     if not contents.marks:
         found.notes.append(
             "no optimizer-step marks in the report (a helper older than this nsysgen?): "
@@ -628,7 +697,35 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
         for process, start, end, name in contents.spans
         if (m := re.fullmatch(regex, name))
     ]
-    inside, outside = _marks_per_step(steps, contents.marks)
+    # Each process steps as its helper learned or was told (its numbering mark), which knows
+    # better than the setup (a GAN's 2 optimizers learned at run time); else as the setup asks.
+    # Processes that step alike are checked together, as one report always was before.
+    processes = {s[0] for s in steps} | {m[0] for m in contents.marks}
+    per_process = {p: numbering[p].per_step if p in numbering else asked for p in processes}
+    skipped = 0
+    for per_step in sorted(set(per_process.values())):
+        alike = {p for p, value in per_process.items() if value == per_step}
+        skipped += _check_per_step(
+            per_step,
+            [s for s in steps if s[0] in alike],
+            [m for m in contents.marks if m[0] in alike],
+            numbering,
+            found,
+        )
+    if skipped:
+        found.notes.append(f"{_plural(skipped, 'optimizer step')} skipped by GradScaler (inf/nan)")
+
+
+def _check_per_step(
+    per_step: int,
+    steps: list[tuple[int, int, int, int]],
+    marks: list[tuple[int, int, str]],
+    numbering: dict[int, Numbering],
+    found: Finding,
+) -> int:
+    """The optimizer-step check of the processes that take `per_step` optimizer steps a
+    training step; returns how many of their optimizer steps GradScaler skipped."""
+    inside, outside = _marks_per_step(steps, marks)
     # A script may push "step N" ranges of its own inside nsysgen's: a range within another of
     # the same step and process counts with it (ranges one after another still count apart).
     grouped: dict[int, list[re.Match[str]]] = {}
@@ -639,8 +736,9 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
             if other[0] == process and other[3] == number and other[1] <= start <= end <= other[2]
         )
         grouped.setdefault(outer, []).extend(inside[i])
-    counts = [len(marks) for marks in grouped.values()]
-    names = sorted({f"{m.group(2)}#{m.group(3)}" for marks in inside for m in marks})
+    counts = [len(held) for held in grouped.values()]
+    names = sorted({f"{m.group(2)}#{m.group(3)}" for held in inside for m in held})
+    skipped = sum(1 for held in inside for m in held if m.group(4))
     if per_step == 1 and _take_turns(inside) and max(counts, default=0) <= 1:
         found.problems.append(
             f"{len(names)} optimizers take turns ({', '.join(names)}): each iteration is "
@@ -649,7 +747,7 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
         found.causes.append(
             f"several optimizers step each iteration: set capture.optimizer_steps={len(names)}"
         )
-        return  # each optimizer counts its own steps: their numbers say nothing more
+        return skipped  # each optimizer counts its own steps: their numbers say nothing more
     if any(count != per_step for count in counts):
         wrong = [
             (steps[j][3], steps[j][0], len(m)) for j, m in grouped.items() if len(m) != per_step
@@ -658,7 +756,7 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
     if outside:
         found.problems.append(f"{_plural(outside, 'optimizer step')} outside the step ranges")
         found.causes.append("the patched loop is not the loop that steps the optimizer")
-    offsets = {int(m.group(1)) - steps[i][3] for i, marks in enumerate(inside) for m in marks}
+    offsets = {int(m.group(1)) - steps[i][3] for i, held in enumerate(inside) for m in held}
     if offsets - {0}:
         shift = max(offsets, key=abs)
         found.problems.append(
@@ -668,9 +766,42 @@ def _check_optimizer_steps(regex: str, per_step: int, contents: Contents, found:
             f"step numbers are {abs(shift)} {'below' if shift > 0 else 'above'} the number "
             "read at the optimizer step: the counter jumps, or the step numbering is wrong"
         )
-    skipped = sum(1 for marks in inside for m in marks if m.group(4))
-    if skipped:
-        found.notes.append(f"{_plural(skipped, 'optimizer step')} skipped by GradScaler (inf/nan)")
+    _check_counter_reads(steps, inside, numbering, found)
+    return skipped
+
+
+def _check_counter_reads(
+    steps: list[tuple[int, int, int, int]],
+    inside: list[list[re.Match[str]]],
+    numbering: dict[int, Numbering],
+    found: Finding,
+) -> None:
+    """Where the program's counter numbered the steps, each optimizer step's reading of it (the
+    mark's " | <counter> = <value>") is its range's number. The helper checked the counter before
+    the window; one that jumps or restarts inside it (an epoch reset, a resume) is seen only
+    here, and then a range's number is not the step the program logs under that number."""
+    wrong = []
+    for (process, _, _, number), held in zip(steps, inside, strict=True):
+        if process in numbering and numbering[process].source != "counter":
+            continue  # nsysgen's count numbered them: the counter's readings are not the numbers
+        for mark in held:
+            read = COUNTER_READ.fullmatch(mark.string, mark.end())
+            if read is None or int(read.group(2)) == number:
+                continue
+            value = int(read.group(2))
+            wrong.append(
+                f"step {number} of process {process}: {read.group(1)} read {value} at its "
+                f"optimizer step ({value - number:+d})"
+            )
+            break  # one reading a range: the others of the same step say the same
+    if wrong:
+        more = f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""
+        found.problems.append("; ".join(wrong[:4]) + more)
+        found.causes.append(
+            "the program's counter jumped or restarted inside the window (an epoch reset, a "
+            'resume): a range "step N" may hold another step than the one the program logs '
+            "as N"
+        )
 
 
 def _marks_per_step(
@@ -1082,6 +1213,7 @@ def _check_one(
     finding.problems += checked.problems
     finding.causes += checked.causes
     finding.notes += checked.notes
+    finding.numbering += checked.numbering
     return finding
 
 
