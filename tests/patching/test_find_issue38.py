@@ -24,23 +24,13 @@ from nsysgen.patching.logged import step_arguments
 from nsysgen.patching.patch import PatchError, analyse
 from nsysgen.patching.syntax import Function
 from tests.conftest import REPO
+from tests.patching.test_find_shapes import marked, script
 from tests.stepruns import Run, run_script
 
 CORPUS = REPO / "tests" / "training_scripts" / "corpus"
 ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
 REFUSED = [entry for entry in ENTRIES if "refused" in entry]
 LIBRARY = [entry for entry in ENTRIES if "library" in entry]
-
-
-def script(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
-
-
-def marked(source: str) -> int:
-    """The line that says `# step loop`."""
-    lines = [n for n, line in enumerate(source.splitlines(), 1) if line.endswith("# step loop")]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def numbering(found: f.StepLoop) -> tuple[int, str | None, str | None, str, str]:

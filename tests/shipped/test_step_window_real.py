@@ -13,6 +13,7 @@ import pytest
 
 from nsysgen.patching.patch import analyse
 from tests.conftest import REPO
+from tests.shipped.test_step_window import window
 from tests.stepruns import Run, run_script
 
 pytestmark = pytest.mark.slow
@@ -151,17 +152,6 @@ for step in range(12):
 """
 
 
-def window(first: int, last: int, **more: str) -> dict[str, str]:
-    return {
-        "NSYSGEN_PROFILE_FIRST_STEP": str(first),
-        "NSYSGEN_PROFILE_LAST_STEP": str(last),
-        "NSYSGEN_PROFILE_RANKS": "0",
-        "RANK": "0",
-        "TOKENIZERS_PARALLELISM": "false",
-        **more,
-    }
-
-
 def found(source: str) -> dict[str, str]:
     """The counter compile finds in the script (workload.<kind>.source), as the launch sets it."""
     loop = analyse(source)
@@ -192,7 +182,7 @@ def run(tmp_path: Path, source: str, env: dict[str, str], mode: str) -> Run:
 def test_each_range_holds_the_step_the_library_logs(
     tmp_path: Path, source: str, source_given: bool, optimizer_steps: int
 ) -> None:
-    env = window(5, 8, **(found(source) if source_given else {}))
+    env = window(5, 8, TOKENIZERS_PARALLELISM="false", **(found(source) if source_given else {}))
     result = run(tmp_path, source, env, "hook")
     assert result.recorded == ["step 5", "step 6", "step 7", "step 8"], result.stderr
     assert not result.mismatched, result.mismatched
