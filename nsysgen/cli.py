@@ -453,9 +453,9 @@ def run_compile(args: Arguments, composer: Composer) -> int:
     summary = _file_counts(counts) if set(counts) - {"identical"} else "unchanged"
     for what, how in result.steps:  # how the steps are found, before the run
         print(f"{what}: {how}")
-    print(f"{result.folder}: {len(result.statuses)} files ({summary})")
     if result.records:
         print(f"a run records: {result.records}")
+    print(f"{result.folder}: {len(result.statuses)} files ({summary})")
     for line in result.notes:
         print(line)
     return EXIT_OK

@@ -33,7 +33,10 @@ def test_help_lists_groups_and_options(run_cli: RunCli) -> None:
 def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path) -> None:
     result = run_nsysgen_process(cwd=tmp_path)
     assert result.code == 0, result.err
-    assert result.out == "generated/nccl-p5-slurm: 7 files (7 created)\n"
+    assert result.out == (
+        "a run records: 1 report x 1 rank = 1 rank: 1 per node on 1 node; capture.ranks=[0] names 1\n"
+        "generated/nccl-p5-slurm: 7 files (7 created)\n"
+    )
     files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert files == [
         "generated",
@@ -49,7 +52,7 @@ def test_no_arguments_compiles_default_and_leaves_no_hydra_debris(tmp_path: Path
         "generated/nsysgen-verify.py",
     ]
     again = run_nsysgen_process(cwd=tmp_path)
-    assert again.out == "generated/nccl-p5-slurm: 7 files (unchanged)\n"
+    assert again.out.splitlines()[-1] == "generated/nccl-p5-slurm: 7 files (unchanged)"
 
 
 def test_overrides_reach_the_artifacts(tmp_path: Path, run_cli: RunCli) -> None:
