@@ -14,6 +14,7 @@ from typing import Any, Literal
 from nsysgen.build import POINT_COMMAND, SWEEP_INDEX, read_sweep_index
 from nsysgen.config.compose import Composer
 from nsysgen.errors import NsysgenError
+from nsysgen.output.config_inputs import changed_keys
 from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
 from nsysgen.output.shared import VERIFIER, shared_state
 from nsysgen.pipeline import Compiled, compile_config
@@ -34,10 +35,7 @@ class Drift:
 
     def __str__(self) -> str:
         if self.kind == "input changed":
-            return (
-                f"{self.path}: cause: {self.detail} changed since this folder was compiled "
-                f"(regenerate: {self.regenerate})"
-            )
+            return f"{self.path}: cause: {self.detail} (regenerate: {self.regenerate})"
         head = f"{self.path}: {self.kind} (regenerate: {self.regenerate})"
         return f"{head}\n{self.detail}" if self.detail else head
 
@@ -138,6 +136,18 @@ def changed_inputs(manifest: Manifest, compiled: Compiled) -> list[str]:
     ]
 
 
+def describe_input(name: str, manifest: Manifest, compiled: Compiled) -> str:
+    """What changed in one input: for a --config-dir file, each key with its old and new value
+    (the manifest records them), so the user sees the edit before the files it changed."""
+    before, after = manifest.input_keys.get(name), compiled.manifest.input_keys.get(name)
+    if before is None or after is None:
+        return f"{name} changed since this folder was compiled"
+    keys = changed_keys(before, after)
+    if not keys:
+        return f"{name} changed (no value did: comments or layout only)"
+    return f"{name} changed: {', '.join(keys)}"
+
+
 def check_folder(folder: Path, composers: Composers) -> tuple[int, list[Drift]]:
     recompiled = recompile(folder, composers)
     if isinstance(recompiled, Drift):
@@ -148,7 +158,8 @@ def check_folder(folder: Path, composers: Composers) -> tuple[int, list[Drift]]:
     inputs = changed_inputs(manifest, compiled)
     if inputs and findings:
         # One line for the cause; the files it changed follow it.
-        cause = Drift(folder, "input changed", hint, ", ".join(inputs))
+        causes = "; ".join(describe_input(name, manifest, compiled) for name in inputs)
+        cause = Drift(folder, "input changed", hint, causes)
         findings = [cause, *findings]
     return len(compiled.files) + 1, findings
 
@@ -228,7 +239,7 @@ def _check_sweep_index(index_path: Path) -> list[Drift]:
             continue  # check_folder reports it
         if list(manifest.overrides) != overrides:
             findings.append(
-                Drift(root / slug, "changed", command, "point compiled from other overrides")
+                Drift(root / slug, "changed", command, _other_overrides(manifest, overrides))
             )
     for manifest_path in sorted(root.glob(f"*/{MANIFEST_NAME}")):
         if manifest_path.parent.name not in index["points"]:
@@ -238,6 +249,16 @@ def _check_sweep_index(index_path: Path) -> list[Drift]:
                 )
             )
     return findings
+
+
+def _other_overrides(manifest: Manifest, overrides: list[str]) -> str:
+    """Which overrides of a point differ between its manifest and the sweep's index."""
+    was = [o for o in manifest.overrides if o not in overrides]
+    now = [o for o in overrides if o not in manifest.overrides]
+    detail = "point compiled from other overrides"
+    if was or now:
+        detail += f": {' '.join(was) or '(none)'} (the sweep now has: {' '.join(now) or 'none'})"
+    return detail
 
 
 def _sweep_root(root: Path, index: dict[str, Any]) -> Path | None:

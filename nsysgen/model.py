@@ -2,14 +2,16 @@
 
 The schema has already checked shapes and types, so this module only converts; plan and render
 code use attributes, never dict keys. The `workload.<kind>` and `target` blocks are typed by
-their plug-ins (`nsysgen.profile.workloads.WORKLOADS`, `nsysgen.targets.TARGETS`): each kind has
-its own frozen settings dataclass, a subclass of `WorkloadSettings` / `TargetSettings`.
+their plug-ins (`nsysgen.profile.workloads.registry.WORKLOADS`, `nsysgen.targets.TARGETS`):
+each kind has its own frozen settings dataclass, a subclass of `WorkloadSettings` /
+`TargetSettings`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
 RankPolicy = Literal["one_per_node", "all"]
@@ -29,6 +31,8 @@ class TargetSettings:
     """The `target` block less its name; each target subclasses it (nsysgen/targets/)."""
 
 
+# Blackwell data-centre GPUs as cluster.gpu_model names them.
+_BLACKWELL = re.compile(r"^G?B[1-3]00\b", re.I)
 _S = TypeVar("_S", bound=WorkloadSettings | TargetSettings)
 
 
@@ -37,6 +41,35 @@ def settings_as(settings: WorkloadSettings | TargetSettings, kind: type[_S]) -> 
     if not isinstance(settings, kind):
         raise TypeError(f"{type(settings).__name__} settings read as {kind.__name__}")
     return settings
+
+
+def typed_block(kind: type[Any], block: Block) -> Any:
+    """A frozen settings dataclass from its schema-valid block (lists become tuples)."""
+    values = {}
+    for item in fields(kind):
+        # A key that may be null may be left out (a --config-dir file older than the key).
+        optional = isinstance(item.type, str) and item.type.endswith("| None")
+        value = block.get(item.name) if optional else block[item.name]
+        values[item.name] = tuple(value) if isinstance(value, list) else value
+    return kind(**values)
+
+
+@dataclass(frozen=True)
+class SourceSettings(WorkloadSettings):
+    """A workload whose training script nsysgen may read (capture=steps): its step loop and
+    the counter that numbers its steps, read by the step helper while the program runs."""
+
+    source: str | None  # the script in this repository (nsysgen.profile.inputs reads it)
+    loop_line: int | None
+    step_expr: str | None
+
+
+@dataclass(frozen=True)
+class ScriptSettings(SourceSettings):
+    """A script the workload runs, whose source may be patched for capture=steps."""
+
+    script: str
+    args: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -75,6 +108,12 @@ class Cluster:
     @property
     def world_size(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def blackwell(self) -> bool:
+        """A Blackwell data-centre GPU (B100, B200, B300, GB200, GB300): where nsys 2026.x's
+        --trace=cuda is the hardware trace (nsysgen/profile/cuda_trace.py)."""
+        return bool(_BLACKWELL.match(self.gpu_model))
 
 
 @dataclass(frozen=True)

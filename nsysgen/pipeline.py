@@ -19,11 +19,13 @@ from nsysgen.config.validate import schema_issues
 from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.output.manifest import Manifest, build_manifest
 from nsysgen.output.render import RenderedFile, render
+from nsysgen.profile.environment import job_env
 from nsysgen.profile.inputs import training_patch
 from nsysgen.profile.lints import Finding, all_lints, run_lints
-from nsysgen.profile.plan import ProfilePlan, build_plan
+from nsysgen.profile.plan import build_plan
+from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.profile.semantic import semantic_issues
-from nsysgen.profile.workloads import WORKLOADS
+from nsysgen.profile.workloads.registry import WORKLOADS
 from nsysgen.targets import TARGETS, target_lints
 from nsysgen.targets.base import Target
 
@@ -86,7 +88,8 @@ def build_config(
         raise InvalidConfig(_with_origins(issues, composed), composed.choices, composed.sources)
     config = typed(composed.data)
     target = TARGETS[config.target.name]
-    issues = semantic_issues(config) + list(target.checks(config)) + unknown_lint_ids(config)
+    env = job_env(config)
+    issues = semantic_issues(config) + list(target.checks(config, env)) + unknown_lint_ids(config)
     patch = training_patch(config) if not issues else None
     if isinstance(patch, Issue):
         issues.append(patch)

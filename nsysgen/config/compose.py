@@ -9,7 +9,6 @@ Hydra: composition, and the split of a sweep's overrides into points (`Composer.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,21 +21,33 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType
+from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException, MissingConfigException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
+from omegaconf.errors import OmegaConfBaseException
 
+from nsysgen.config.assign import (
+    assign_and_resolve,
+    assign_and_resolve_with_omegaconf,
+    first_paragraph,
+    references,
+)
 from nsysgen.config.hygiene import control_character, resolver_issues
-from nsysgen.config.interpolate import REFERENCE, Unsupported, resolve
-from nsysgen.config.keys import suggest, takes_list
+from nsysgen.config.interpolate import Unsupported
+from nsysgen.config.keys import suggest
+from nsysgen.config.overrides import (
+    added_env_integer,
+    check_shape,
+    env_integers_as_text,
+    quoting_hint,
+    refuse_comma_list,
+)
 from nsysgen.errors import ComposeError, InvalidConfig
 from nsysgen.resources import CONF_DIR
 
 GROUPS = ("cluster", "workload", "capture", "target", "nsight", "experiment")
 PRIMARY_CONFIG = "config"
-_MISSING_KEY = re.compile(r"Interpolation key '([^']+)' not found")
 
 
 @dataclass(frozen=True)
@@ -103,14 +114,14 @@ class Composer:
                     "line breaks, tabs or other control characters)"
                 )
             if text not in self._parsed:
-                _check_shape(text)
+                check_shape(text)
                 try:
                     self._parsed[text] = self._parser.parse_overrides([text])
                 except HydraException as exc:
-                    reason = _first_paragraph(str(exc)).splitlines()[0]
+                    reason = first_paragraph(str(exc)).splitlines()[0]
                     raise ComposeError(
                         f"{text}: not a valid override ({reason}); the grammar is group=option "
-                        f"or key=value (Hydra override grammar){_quoting_hint(text)}"
+                        f"or key=value (Hydra override grammar){quoting_hint(text)}"
                     ) from None
             parsed += self._parsed[text]
         return parsed
@@ -135,15 +146,15 @@ class Composer:
         parsed = self.parse(overrides)
         sweeps = [str(o.input_line) for o in parsed if o.is_sweep_override()]
         for override in parsed:
-            _refuse_comma_list(override)
+            refuse_comma_list(override)
         if sweeps:
             raise ComposeError(f"{', '.join(sweeps)}: a sweep needs -m (--multirun)")
         structural = [
-            _added_env_integer(o) or self._group_choice(o) for o in parsed if not self._is_value(o)
+            added_env_integer(o) or self._group_choice(o) for o in parsed if not self._is_value(o)
         ]
         assignments = [(o.key_or_group, o.value()) for o in parsed if self._is_value(o)]
         assignments += list((values or {}).items())
-        assignments = _env_integers_as_text(assignments)
+        assignments = env_integers_as_text(assignments)
         base = self._base([text for text in structural if text])
         issues = resolver_issues(base.plain)
         for key, value in assignments:
@@ -151,10 +162,10 @@ class Composer:
         if issues:
             raise InvalidConfig(issues, base.choices, self.sources(base.choices))
         try:
-            data = _assign_and_resolve(base.plain, assignments)
+            data = assign_and_resolve(base.plain, assignments)
         except Unsupported:
             sources = self.sources(base.choices)
-            data = _assign_and_resolve_with_omegaconf(base.cfg, assignments, sources)
+            data = assign_and_resolve_with_omegaconf(base.cfg, assignments, sources)
         extra = tuple(f"{key}={value}" for key, value in (values or {}).items())
         assigned = {key for key, _ in assignments}
         return Composed(
@@ -222,7 +233,7 @@ class Composer:
             except MissingConfigException as exc:
                 raise ComposeError(self._missing_option(exc)) from None
             except (HydraException, OmegaConfBaseException) as exc:
-                raise ComposeError(_first_paragraph(str(exc))) from None
+                raise ComposeError(first_paragraph(str(exc))) from None
             except yaml.YAMLError as exc:
                 raise ComposeError(_yaml_error(exc)) from None
             raw_choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
@@ -244,7 +255,7 @@ class Composer:
         the file that chose it, the group's options and a close one."""
         group, _, option = (exc.missing_cfg_file or "").rpartition("/")
         if not group or not self._loader.repository.group_exists(group):
-            return _first_paragraph(str(exc))
+            return first_paragraph(str(exc))
         chooser = re.compile(rf"(^|[\s/]){re.escape(group)}\s*:\s*['\"]?{re.escape(option)}\b")
         files = [
             str(path)
@@ -254,43 +265,6 @@ class Composer:
         ]
         where = f" (chosen in {', '.join(files)})" if files else ""
         return unknown_option(group, option, self.group_options(group)) + where
-
-
-def _refuse_comma_list(override: Override) -> None:
-    """`capture.ranks=0,8` outside -m: Hydra reads a sweep, but the user meant the list
-    (the key takes one); saying "a sweep needs -m" would send them to the wrong fix."""
-    value = override.value() if override.is_sweep_override() else None
-    key = override.key_or_group
-    if not isinstance(value, ChoiceSweep) or not value.simple_form or not takes_list(key):
-        return
-    items = str(override.input_line).partition("=")[2]
-    leaf = key.rsplit(".", 1)[-1]
-    what = f"a list of {leaf.replace('_', ' ')}" if leaf.endswith("s") else "a list"
-    raise ComposeError(
-        f"{override.input_line}: for {what} write {key}=[{items}] "
-        f"(a comma outside brackets is a sweep, which needs -m)"
-    )
-
-
-_PAIRED_KEYS = re.compile(r"^[A-Za-z_][\w./-]*(\+[A-Za-z_][\w./-]*)+=")
-
-
-def _check_shape(text: str) -> None:
-    """Overrides Hydra's parser would reject with a message about its grammar, not the cause."""
-    key, equals, value = text.partition("=")
-    if equals and not key.strip("+~"):
-        raise ComposeError(f"{text!r}: an override needs a key before '=' (e.g. capture.delay=30)")
-    if _PAIRED_KEYS.match(text):
-        raise ComposeError(f"{text}: a paired sweep needs -m (--multirun): nsysgen -m {text}")
-
-
-def _quoting_hint(text: str) -> str:
-    """Hydra's grammar takes '=' inside a list item as syntax; quoted items hold it."""
-    value = text.partition("=")[2]
-    if "[" in value and "=" in value:
-        example = '["--max_steps=200", "--lr=1e-4"]'
-        return f"; list items holding '=' need quotes: {text.partition('=')[0]}='{example}'"
-    return ""
 
 
 def _lines(path: Path) -> list[str]:
@@ -323,136 +297,8 @@ class _Base:
         return references(self.plain)
 
 
-def references(node: Any, path: str = "") -> dict[str, tuple[str, ...]]:
-    """dotted key -> the keys that its unresolved value interpolates (`${a.b}`)."""
-    found: dict[str, tuple[str, ...]] = {}
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found.update(references(value, f"{path}.{key}" if path else str(key)))
-    elif isinstance(node, str) and "${" in node:
-        keys = tuple(dict.fromkeys(REFERENCE.findall(node)))
-        if keys:
-            found[path] = keys
-    return found
-
-
-def _assign_and_resolve(
-    plain: dict[str, Any], assignments: list[tuple[str, Any]]
-) -> dict[str, Any]:
-    data = copy.deepcopy(plain)
-    for dotted, value in assignments:
-        if isinstance(value, str) and "${" in value:
-            raise Unsupported(value)
-        node = data
-        *parents, leaf = dotted.split(".")
-        for depth, part in enumerate(parents):
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                parent = ".".join(parents[: depth + 1])
-                raise ComposeError(
-                    f"{dotted}={value}: {parent} is not a mapping, so it has no key "
-                    f"{'.'.join(dotted.split('.')[depth + 1 :])}"
-                )
-        node[leaf] = copy.deepcopy(value)
-    return resolve(data)
-
-
-def _assign_and_resolve_with_omegaconf(
-    base: DictConfig, assignments: list[tuple[str, Any]], sources: Mapping[str, str]
-) -> dict[str, Any]:
-    cfg = copy.deepcopy(base)
-    try:
-        # Struct mode off: an unknown key is reported by the schema, with the allowed keys.
-        OmegaConf.set_struct(cfg, False)
-        for dotted, value in assignments:
-            OmegaConf.update(cfg, dotted, value, merge=False)
-        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    except InterpolationKeyError as exc:
-        # OmegaConf's own text names neither the file nor the keys that do exist.
-        key = str(getattr(exc, "full_key", "") or "")
-        missing = _MISSING_KEY.search(str(exc))
-        if missing:
-            key = _referrer(cfg, missing.group(1), [dotted for dotted, _ in assignments]) or key
-        source = sources.get(key.split(".")[0])
-        raise ComposeError(
-            f"{key}: refers to {missing.group(1) if missing else 'a key'}, which the config "
-            f"does not have{suggest(missing.group(1), _keys(cfg)) if missing else ''}"
-            + (f" [in {source}]" if source else "")
-            + "; fix: ${...} names a key of the config (nsysgen show lists them)"
-        ) from None
-    except OmegaConfBaseException as exc:
-        raise ComposeError(_first_paragraph(str(exc))) from None
-    assert isinstance(data, dict)
-    return {str(key): value for key, value in data.items()}
-
-
-def _referrer(cfg: DictConfig, missing: str, assigned: Sequence[str]) -> str | None:
-    """The key whose own value holds `${missing}`. OmegaConf names the key it was resolving,
-    which may only interpolate the broken one (capture.report_dir holds ${job.name}): the
-    user typed, and must fix, the key that holds the bad reference; their overrides first."""
-    plain = OmegaConf.to_container(cfg, resolve=False)
-    holders = [key for key, refs in references(plain).items() if missing in refs]
-    typed = [key for key in holders if key in assigned]
-    return next(iter(typed or holders), None)
-
-
-_ENV_VALUE = re.compile(r"^(cluster\.env\.[^.]+|(cluster|workload)\.env_defaults\.[^.]+\.value)$")
-
-
-def _env_integers_as_text(assignments: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """`cluster.env.NCCL_NCHANNELS_PER_NET_PEER=4` on the command line sets the text "4": an
-    environment holds only text, and Hydra's grammar reads digits as a number. Only overrides:
-    in a file, YAML has already turned `0022` into 18 and `0x10` into 16, so a number there is
-    refused (the schema asks for text) rather than guessed at. Other numbers, booleans and
-    null stay as they are, for the schema to refuse ("1.10" reads as 1.1)."""
-    return [
-        (key, str(value))
-        if _ENV_VALUE.match(key) and isinstance(value, int) and not isinstance(value, bool)
-        else (key, value)
-        for key, value in assignments
-    ]
-
-
-def _added_env_integer(override: Override) -> str | None:
-    """`+cluster.env.OMP_NUM_THREADS=4` as the override `+cluster.env.OMP_NUM_THREADS='4'`:
-    the same text as without the `+`. An added key is no plain assignment (Hydra itself must
-    refuse it where the key exists already), so it reaches Hydra as override text rather than
-    through _env_integers_as_text; quoting the digits keeps that check and sets text."""
-    value = override.value()
-    if (
-        override.type == OverrideType.ADD
-        and override.package is None
-        and _ENV_VALUE.match(override.key_or_group)
-        and isinstance(value, int)
-        and not isinstance(value, bool)
-    ):
-        return f"+{override.key_or_group}='{value}'"
-    return None
-
-
-def _keys(cfg: DictConfig) -> list[str]:
-    """Every dotted key of `cfg`, unresolved (for a did-you-mean)."""
-    plain = OmegaConf.to_container(cfg, resolve=False)
-    found: list[str] = []
-
-    def walk(node: Any, path: str) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                walk(value, f"{path}.{key}" if path else str(key))
-        elif path:
-            found.append(path)
-
-    walk(plain, "")
-    return found
-
-
 def unknown_option(group: str, option: str, options: Sequence[str]) -> str:
     return (
         f"{group}={option}: no option {option!r} in group {group}"
         f"{suggest(option, list(options))} (allowed: {', '.join(options)})"
     )
-
-
-def _first_paragraph(message: str) -> str:
-    # Hydra appends the config search path (absolute paths of this machine): leave it out.
-    return message.split("\nConfig search path:")[0].strip()

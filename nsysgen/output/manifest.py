@@ -15,6 +15,7 @@ from typing import Any
 
 from nsysgen import __version__
 from nsysgen.errors import NsysgenError
+from nsysgen.output.config_inputs import config_inputs
 from nsysgen.output.render import RenderedFile
 
 MANIFEST_NAME = "nsysgen-manifest.json"
@@ -66,10 +67,13 @@ class Manifest:
     choices: dict[str, str]
     files: dict[str, FileRecord]
     version: str = __version__
-    # Files the compile read (training scripts) -> sha256, and the working directory relative
-    # to the folder (set when paths were relative to it), so `check` works from anywhere.
+    # Files the compile read (training scripts, --config-dir files) -> sha256, and the working
+    # directory relative to the folder (set when paths were relative to it), so `check` works
+    # from anywhere.
     inputs: dict[str, str] = field(default_factory=dict)
     root: str = ""
+    # --config-dir file -> {dotted key: value}: what `check` names when the file changed.
+    input_keys: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_text(self) -> str:
         data: dict[str, Any] = {
@@ -87,6 +91,8 @@ class Manifest:
             data["inputs"] = dict(sorted(self.inputs.items()))
         if self.root:
             data["root"] = self.root
+        if self.input_keys:
+            data["input_keys"] = self.input_keys
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -106,6 +112,10 @@ class Manifest:
                 version=str(data["generated_by"]).removeprefix("nsysgen "),
                 inputs={str(k): str(v) for k, v in dict(data.get("inputs", {})).items()},
                 root=str(data.get("root", "")),
+                input_keys={
+                    str(name): {str(k): str(v) for k, v in dict(values).items()}
+                    for name, values in dict(data.get("input_keys", {})).items()
+                },
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TamperedFile(f"{path}: not an nsysgen manifest ({exc!r} is wrong)") from None
@@ -132,6 +142,9 @@ def build_manifest(
     inputs: dict[str, str] | None = None,
     root: str = "",
 ) -> Manifest:
+    """The manifest of one folder; the chosen options' --config-dir files are read here, from
+    the compile's working directory (where the recorded relative paths start)."""
+    digests, input_keys = config_inputs(config_dirs, choices)
     return Manifest(
         command=command,
         overrides=overrides,
@@ -141,6 +154,7 @@ def build_manifest(
             f.path: FileRecord(sha256(f.text.encode()), f"{file_mode(f.executable):04o}")
             for f in files
         },
-        inputs=dict(inputs or {}),
+        inputs={**digests, **(inputs or {})},
         root=root,
+        input_keys=input_keys,
     )

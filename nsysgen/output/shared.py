@@ -1,6 +1,7 @@
 """The files an output root holds for every folder below it: one nsysgen-verify.py.
 
-The verifier is nsysgen's `verify` as one standard-library script (nsysgen/shipped/verify.py),
+The verifier is nsysgen's `verify` as one standard-library script (nsysgen/shipped/verify/,
+assembled with nsysgen/reports/ into one file by nsysgen/shipped/assemble.py),
 so that a cluster or laptop without nsysgen can check reports. Every folder's scripts find it
 above them (the output root, or a sweep's root below it), so a reviewed tree holds one copy, not
 one per folder. It is written with the folders, under the output root's lock, and checked and
@@ -16,14 +17,13 @@ from typing import Literal
 
 from nsysgen.output.manifest import file_mode
 from nsysgen.output.render import render_template
-from nsysgen.resources import PACKAGE_DIR
+from nsysgen.shipped import source_text
 
 VERIFIER = "nsysgen-verify.py"
 
 
 def verifier_text() -> str:
-    source = (PACKAGE_DIR / "shipped" / "verify.py").read_text(encoding="utf-8")
-    return render_template("common/nsysgen-verify.py.j2", source=source)
+    return render_template("common/nsysgen-verify.py.j2", source=source_text("verify"))
 
 
 def shared_state(output_dir: Path) -> Literal["current", "missing", "changed"]:

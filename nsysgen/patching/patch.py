@@ -1,7 +1,7 @@
 """Training-loop patches: make a person's own training script record steps FIRST..LAST.
 
 The patch adds nsysgen's step helper beside the script (nsysgen_window.py, the package's
-nsysgen/shipped/step_window.py), its import after the script's imports, and one marked line at
+nsysgen/shipped/step_window/), its import after the script's imports, and one marked line at
 the top of the step loop's body (nsysgen.patching.find says which loop, and how its steps are
 numbered):
 
@@ -20,9 +20,11 @@ from __future__ import annotations
 import ast
 import re
 
-from nsysgen.patching.find import FindError, StepLoop, find
+from nsysgen.patching.find import find
+from nsysgen.patching.hints import FindError
 from nsysgen.patching.library import library_loop
 from nsysgen.patching.source import BOM, SourceFile, line_text, split_lines, unified_diff
+from nsysgen.patching.step_loop import StepLoop
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 
 MARK = "  # nsysgen"

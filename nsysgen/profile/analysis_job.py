@@ -13,9 +13,10 @@ size, 7.8 MB/s and 9.3 MB/s, with well under a second of fixed cost per report.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from nsysgen.model import Config
+from nsysgen.profile.plan_types import AnalysisJob
+from nsysgen.units import rounded_seconds
 
 # nsys export --type sqlite, bytes of report per second on one core.
 EXPORT_BYTES_PER_S = 7.8e6
@@ -26,20 +27,6 @@ PER_REPORT_S = 0.3
 # Aim for at most this many reports per worker before adding nodes.
 REPORTS_PER_WORKER = 8
 DEFAULT_WORKERS_PER_NODE = 4
-
-
-@dataclass(frozen=True)
-class AnalysisJob:
-    reports: int
-    nodes: int
-    workers_per_node: int
-    worker_memory_gb: int
-    time_limit_min: int
-    estimate_s: float  # wall time of the analysis with these workers
-
-    @property
-    def workers(self) -> int:
-        return self.nodes * self.workers_per_node
 
 
 def seconds_per_report(bytes_per_report: float) -> float:
@@ -62,9 +49,5 @@ def analysis_job(config: Config, reports: int, bytes_per_report: float) -> Analy
     return AnalysisJob(reports, nodes, per_node, memory, limit, estimate)
 
 
-def human_seconds(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+# The estimate's text (plan, analyze.sbatch).
+human_seconds = rounded_seconds

@@ -12,17 +12,13 @@ lint NSG021 then questions.
 
 from __future__ import annotations
 
-import re
-
 from nsysgen.model import Capture, Config
 
-# Blackwell data-centre GPUs as cluster.gpu_model names them: B100, B200, B300, GB200, GB300.
-_BLACKWELL = re.compile(r"^G?B[1-3]00\b", re.I)
 CUDA_VALUES = ("cuda", "cuda-sw", "cuda-hw")
 
 
 def blackwell(config: Config) -> bool:
-    return bool(_BLACKWELL.match(config.cluster.gpu_model))
+    return config.cluster.blackwell
 
 
 def time_boxed(capture: Capture) -> bool:

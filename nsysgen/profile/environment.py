@@ -10,44 +10,8 @@ table, and each README lists it with the reasons: nothing in a job's environment
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from nsysgen.model import Config
-
-# How a variable from cluster.env is explained (it has no reason field: it is the user's own).
-YOURS = "your setting"
-
-
-@dataclass(frozen=True)
-class EnvVar:
-    name: str
-    value: str
-    key: str  # the config key that sets it, e.g. cluster.env_defaults.FI_PROVIDER
-    reason: str
-
-
-@dataclass(frozen=True)
-class Unset:
-    """A default this setup does not set, and why (for the README)."""
-
-    name: str
-    key: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class JobEnv:
-    variables: tuple[EnvVar, ...]  # sorted by name
-    unset: tuple[Unset, ...]  # sorted by name
-
-    def pairs(self) -> tuple[tuple[str, str], ...]:
-        return tuple((v.name, v.value) for v in self.variables)
-
-    def names(self) -> frozenset[str]:
-        return frozenset(v.name for v in self.variables)
-
-    def get(self, name: str) -> EnvVar | None:
-        return next((v for v in self.variables if v.name == name), None)
+from nsysgen.profile.plan_types import YOURS, EnvVar, JobEnv, Unset
 
 
 def _defaults(config: Config) -> tuple[dict[str, EnvVar], dict[str, Unset]]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from nsysgen.model import Config
 from nsysgen.profile import nccl_run
+from nsysgen.profile.plan_types import SizeEstimate
+from nsysgen.units import human_bytes as human_bytes
+from nsysgen.units import human_seconds as human_seconds
 
 _CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
 # Seconds assumed for a capture whose length the config does not fix.
@@ -25,12 +27,6 @@ _OPEN_ENDED_SECONDS = 60.0
 def calibration() -> dict[str, float]:
     data = json.loads(_CALIBRATION.read_text(encoding="utf-8"))
     return {key: float(value) for key, value in data.items()}
-
-
-@dataclass(frozen=True)
-class SizeEstimate:
-    bytes_per_report: int
-    basis: str
 
 
 def captured_seconds(config: Config) -> tuple[float, str]:
@@ -100,28 +96,3 @@ def estimate_report_size(config: Config) -> SizeEstimate:
     if config.capture.gpu_metrics:
         basis += f"; +{model['gpu_metrics_bytes']:,.0f} B for a report with GPU metrics"
     return SizeEstimate(round(size), basis)
-
-
-def human_seconds(seconds: float) -> str:
-    """A duration as a person reads it: fixed notation in a unit that fits (0.28 s, 56.4 s,
-    12.5 min, 3.2 h, 51.7 days), never `4.46556e+06 s`. Every estimated duration that plan,
-    the lints and the generated files print goes through here."""
-    if seconds < 120:
-        # Up to 3 significant digits (a fit's estimate holds no more), trailing zeros dropped.
-        digits = 3 - len(str(int(seconds))) if seconds >= 1 else 3
-        text = f"{seconds:.{max(digits, 0)}f}"
-        return f"{text.rstrip('0').rstrip('.') if '.' in text else text} s"
-    for unit, size, below in (("min", 60, 120), ("h", 3600, 48), ("days", 86400, None)):
-        value = seconds / size
-        if below is None or value < below:
-            return f"{value:.1f} {unit}"
-    raise AssertionError
-
-
-def human_bytes(size: float) -> str:
-    """A byte count in decimal units, as plan and the generated files print it."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    raise AssertionError

@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config, TrainingPatch
+from nsysgen.model import Config, SourceSettings, TrainingPatch
 from nsysgen.patching.library import LibraryLoop, library_loop
 from nsysgen.patching.patch import (
     PatchError,
@@ -21,7 +21,7 @@ from nsysgen.patching.patch import (
     patch_source,
     unified_patch,
 )
-from nsysgen.profile.workloads import METHOD_TEXT, SourceSettings, step_method
+from nsysgen.profile.workloads.steps import METHOD_TEXT, step_method
 
 
 def training_patch(config: Config) -> TrainingPatch | Issue | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nsysgen.model import Config, settings_as
-from nsysgen.profile.workloads import NcclSettings
+from nsysgen.profile.workloads.nccl import NcclSettings
 
 WARMUP_ITERATIONS = 5  # nccl-tests' default -w
 LATENCY_S = 30e-6  # per collective: launch and a small message's round trip

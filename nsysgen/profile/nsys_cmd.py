@@ -9,12 +9,6 @@ from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 COLLECTOR_FLAGS = ("--enable", "--gpu-metrics-device", "--gpu-metrics-devices")
 
 
-def report_path(config: Config, default_name: str) -> str:
-    """The -o value: capture.report_name if set, else the target's default name, in report_dir."""
-    name = config.capture.report_name or default_name
-    return f"{config.capture.report_dir}/{name}"
-
-
 def extra_collectors(config: Config) -> bool:
     """Whether capture.extra_args start collectors in every recorded task."""
     return any(a.split("=")[0] in COLLECTOR_FLAGS for a in config.capture.extra_args)

@@ -9,7 +9,7 @@ collective, so one recorded rank slows all of them. Measured on an H200 with nsy
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from nsysgen.profile.plan_types import SlowdownEstimate
 
 # Seconds nsys adds to each kernel launch before the window opens: +12.7 % on a loop of 2,021
 # launches per 30.72 ms step (65,800 launches/s; issue 6, median of 3 runs each). Issue 20's
@@ -17,15 +17,6 @@ from dataclasses import dataclass
 SECONDS_PER_LAUNCH = 1.93e-6
 # The goal for the cost outside the window (the project's compass), and the lint's threshold.
 THRESHOLD_PERCENT = 2.0
-
-
-@dataclass(frozen=True)
-class SlowdownEstimate:
-    rank_percent: float  # a recorded rank, outside the window
-    job_percent: float  # the whole job: every rank, when the job is synchronous
-    paid_by: str
-    basis: str
-    remedies: tuple[str, ...]
 
 
 def estimate_slowdown(

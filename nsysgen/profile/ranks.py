@@ -11,33 +11,8 @@ Launch shapes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from nsysgen.model import Config
-
-SelectionKind = Literal["all", "first_on_node", "listed"]
-
-
-@dataclass(frozen=True)
-class TaskSet:
-    """A set of Slurm tasks: every task, the first task of each node, or listed task ids."""
-
-    kind: SelectionKind
-    tasks: tuple[int, ...] = ()
-
-    def contains(self, task: int, local_id: int) -> bool:
-        if self.kind == "all":
-            return True
-        if self.kind == "first_on_node":
-            return local_id == 0
-        return task in self.tasks
-
-
-@dataclass(frozen=True)
-class RankSelection:
-    profiled: TaskSet
-    collectors: TaskSet
+from nsysgen.profile.plan_types import RankSelection, TaskSet
 
 
 def select(config: Config) -> RankSelection:
@@ -59,20 +34,6 @@ def select(config: Config) -> RankSelection:
     if ranks == "one_per_node":
         return RankSelection(TaskSet("first_on_node"), TaskSet("first_on_node"))
     return RankSelection(TaskSet("all"), TaskSet("first_on_node"))
-
-
-def tasks_per_node(config: Config) -> int:
-    return config.cluster.gpus_per_node if config.workload.launch == "per_gpu" else 1
-
-
-def iter_tasks(config: Config) -> list[tuple[int, int, int]]:
-    """Every (task id, node index, local id) of the job, in Slurm's block distribution."""
-    per_node = tasks_per_node(config)
-    return [
-        (node * per_node + local, node, local)
-        for node in range(config.cluster.nodes)
-        for local in range(per_node)
-    ]
 
 
 def explicit_ranks(config: Config) -> tuple[int, ...]:

@@ -4,17 +4,10 @@ chosen nsys version offers."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from nsysgen.model import Config
-from nsysgen.profile.workloads import workload_kind
-
-
-@dataclass(frozen=True)
-class RecipeRun:
-    recipe: str
-    args: tuple[str, ...]
-    folder: str  # under the recipes output directory
+from nsysgen.profile.plan_types import RecipeRun
+from nsysgen.profile.workloads.registry import workload_kind
 
 
 def _fitting(config: Config) -> list[str]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config
 from nsysgen.profile.estimate import gpus_per_report
-from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.plan_types import ProfilePlan
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from nsysgen.model import Config, settings_as
 from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 from nsysgen.profile.nccl_run import size_bytes
 from nsysgen.profile.pause import minutes, timeout_argument
-from nsysgen.profile.workloads import NcclSettings, step_method, workload_kind
+from nsysgen.profile.workloads.nccl import NcclSettings
+from nsysgen.profile.workloads.registry import workload_kind
+from nsysgen.profile.workloads.steps import step_method
 
 Check = Callable[[Config], Iterator[Issue]]
 

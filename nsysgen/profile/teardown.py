@@ -14,8 +14,8 @@ import math
 from collections.abc import Iterator
 
 from nsysgen.model import Config
-from nsysgen.profile.estimate import human_bytes, human_seconds
-from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.plan_types import ProfilePlan, Teardown
+from nsysgen.units import human_bytes, human_seconds
 
 # Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
 # the safe side of what was measured (a 26 MB .qdstrm converted in 0.4 s on a CPU run): a fixed
@@ -26,24 +26,39 @@ WRITE_BYTES_PER_S = 5e6
 MIN_SIGNAL_S = 60
 
 
+def write_time(bytes_per_report: float) -> int:
+    """Seconds nsys needs to write one report of `bytes_per_report`."""
+    return max(MIN_SIGNAL_S, math.ceil(WRITE_BASE_S + bytes_per_report / WRITE_BYTES_PER_S))
+
+
 def write_seconds(plan: ProfilePlan) -> int:
     """Seconds nsys needs to write one report of this setup (the plan's size estimate)."""
-    size = plan.size.bytes_per_report
-    return max(MIN_SIGNAL_S, math.ceil(WRITE_BASE_S + size / WRITE_BYTES_PER_S))
+    return plan.teardown.write_s
 
 
-def capture_may_reach_limit(config: Config, plan: ProfilePlan) -> bool:
-    """True unless the capture is a window with a fixed end, well before the time limit."""
-    end = plan.window_end_s if config.capture.mode == "window" else None
-    return end is None or end + write_seconds(plan) > plan.time_limit_s
+def _early_signal(
+    config: Config, write_s: int, window_end_s: float | None, time_limit_s: int
+) -> str | None:
+    """Slurm's --signal value for a clean teardown: an early SIGTERM unless the capture is a
+    window with a fixed end, well before the time limit."""
+    end = window_end_s if config.capture.mode == "window" else None
+    if end is not None and end + write_s <= time_limit_s:
+        return None
+    return f"TERM@{min(write_s, time_limit_s // 2)}"
+
+
+def teardown(
+    config: Config, bytes_per_report: float, window_end_s: float | None, time_limit_s: int
+) -> Teardown:
+    """The plan's teardown: the time to write a report, and the early signal that gives it."""
+    write_s = write_time(bytes_per_report)
+    return Teardown(write_s, _early_signal(config, write_s, window_end_s, time_limit_s))
 
 
 def sbatch_options(config: Config, plan: ProfilePlan) -> dict[str, str]:
     """#SBATCH options for a clean teardown: an early SIGTERM where the capture may be open."""
-    if not capture_may_reach_limit(config, plan):
-        return {}
-    seconds = min(write_seconds(plan), plan.time_limit_s // 2)
-    return {"signal": f"TERM@{seconds}"}
+    signal = plan.teardown.early_signal
+    return {"signal": signal} if signal else {}
 
 
 def no_room_to_write(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nsysgen.shipped.assemble import assemble
+
+SHIPPED_DIR = Path(__file__).parent
 # The step helper's file name wherever nsysgen writes it (the site folder, beside a patched
 # script, a folder's copy for an edit by hand): the patched line and sitecustomize import it.
 STEP_WINDOW_FILE = "nsysgen_window.py"
 
 
 def source_text(module: str) -> str:
-    """The text of one shipped module, as nsysgen writes it into the output."""
-    return (Path(__file__).parent / f"{module}.py").read_text(encoding="utf-8")
+    """The text of one shipped module, as nsysgen writes it into the output: a package of
+    small modules is assembled into the one file it ships as (shipped/assemble.py)."""
+    if (SHIPPED_DIR / module).is_dir():
+        return assemble(module)
+    return (SHIPPED_DIR / f"{module}.py").read_text(encoding="utf-8")

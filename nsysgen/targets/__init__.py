@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsysgen.profile.lints import Lint
+from nsysgen.profile.plan_types import Lint
 from nsysgen.targets import eks, slurm
 from nsysgen.targets.base import Target
 

@@ -2,7 +2,9 @@
 
 A target is one module (or package) under `nsysgen/targets/`, its templates under
 `nsysgen/templates/<name>/`, `conf/target/<name>.yaml` and its block's schema; it is listed in
-`nsysgen.targets.TARGETS`. The rest of nsysgen asks the target and never names one.
+`nsysgen.targets.TARGETS`. The rest of nsysgen asks the target and never names one. A target
+renders from the plan and imports nothing of nsysgen/profile/ but the plan's types
+(nsysgen.profile.plan_types; tests/test_layers.py holds it to that).
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ from typing import Any, Protocol
 from nsysgen.errors import Issue
 from nsysgen.model import Block, Config, TargetSettings
 from nsysgen.output.render import ArtifactSpec
-from nsysgen.profile.lints import Lint
-from nsysgen.profile.plan import ProfilePlan, Scheduler
+from nsysgen.profile.plan_types import JobEnv, Lint, ProfilePlan, Scheduler
 
 
 class Target(Scheduler, Protocol):
@@ -37,8 +38,9 @@ class Target(Scheduler, Protocol):
     def settings(self, block: Block) -> TargetSettings:
         """The `target` block typed (a frozen dataclass of this target's own)."""
 
-    def checks(self, config: Config) -> Iterator[Issue]:
-        """Rules only this target has, reported like every other semantic problem."""
+    def checks(self, config: Config, env: JobEnv) -> Iterator[Issue]:
+        """Rules only this target has, reported like every other semantic problem (`env`: the
+        job's environment, which they may check before a plan exists)."""
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         """The files of the compiled folder, from the config and its profile plan."""

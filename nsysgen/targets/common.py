@@ -6,15 +6,13 @@ import posixpath
 
 from nsysgen.model import Config
 from nsysgen.output.render import ArtifactSpec
-from nsysgen.profile.recipes import recipe_runs
-from nsysgen.profile.workloads import (
+from nsysgen.profile.plan_types import (
     NEMO_OVERRIDES_FILE,
     PATCH_FILE,
     SITE_FILE,
     SITE_HELPER_FILE,
     WINDOW_HELPER_FILE,
-    nemo_overrides,
-    program_files,
+    ProfilePlan,
 )
 from nsysgen.shipped import source_text
 
@@ -56,7 +54,7 @@ def install_script(config: Config) -> ArtifactSpec:
     )
 
 
-def recipes_script(config: Config) -> ArtifactSpec:
+def recipes_script(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     return ArtifactSpec(
         path="recipes.sh",
         template="common/recipes.sh.j2",
@@ -67,7 +65,7 @@ def recipes_script(config: Config) -> ArtifactSpec:
             "nsys": config.nsys_path,
             "importer": config.importer_path,
             "report_dir": config.capture.report_dir,
-            "runs": recipe_runs(config),
+            "runs": list(plan.facts.recipes),
             "upload": config.capture.s3_uri is not None,
         },
     )
@@ -100,10 +98,10 @@ def training_patch(config: Config) -> ArtifactSpec:
     )
 
 
-def workload_files(config: Config) -> list[ArtifactSpec]:
+def workload_files(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     """Files the program itself reads: NeMo overrides, the step-window patch or helper."""
     specs = []
-    files = program_files(config)
+    files = plan.facts.files
     if PATCH_FILE in files:
         specs.append(training_patch(config))
     if NEMO_OVERRIDES_FILE in files:
@@ -111,7 +109,7 @@ def workload_files(config: Config) -> list[ArtifactSpec]:
             ArtifactSpec(
                 path=NEMO_OVERRIDES_FILE,
                 template="common/nemo-overrides.txt.j2",
-                context={"overrides": nemo_overrides(config)},
+                context={"overrides": list(plan.facts.overrides)},
             )
         )
     if SITE_FILE in files:

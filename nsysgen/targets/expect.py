@@ -1,7 +1,8 @@
 """What `nsysgen verify` expects of a job's reports, from the same plan `nsysgen plan` shows.
 
-nsysgen writes this as nsysgen-expect.json into every folder, next to nsysgen-verify.py (a copy of
-nsysgen/shipped/verify.py), so the check runs where nsysgen is not installed. Report names become
+nsysgen writes this as nsysgen-expect.json into every folder (the run contract, typed in
+nsysgen/reports/contract.py and described by schemas/expect.schema.json); nsysgen-verify.py at
+the output root reads it, so the check runs where nsysgen is not installed. Report names become
 regular expressions over the file name: the parts that are known before the job runs (rank, node
 index, job name) are literal; the job id, the node name and anything nsys alone knows (%p, %h) are
 groups, matched against the files the job left.
@@ -9,19 +10,28 @@ groups, matched against the files the job left.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import ArtifactSpec
-from nsysgen.profile.cuda_trace import trace_values
-from nsysgen.profile.plan import ProfilePlan, Scheduler
-from nsysgen.profile.workloads import marks_steps, step_ranges
-from nsysgen.shipped.verify import ANY, EXPECT_FILE, EXPECT_FORMAT, TOKEN
+from nsysgen.profile.plan_types import ProfilePlan, Scheduler
+from nsysgen.reports.contract import (
+    EXPECT_FILE,
+    EXPECT_FORMAT,
+    CaptureContract,
+    CollectorsContract,
+    Expect,
+    Fabric,
+    GridGroup,
+    ListGroup,
+    StepsContract,
+    converted,
+    dumps,
+)
+from nsysgen.shipped.verify import ANY, TOKEN
 
 # The folder of one run in the report folder, where a target has job ids (Slurm): runs never
 # mix, and every verb reads one run's folder.
@@ -66,7 +76,9 @@ def _unit(config: Config, target: Scheduler) -> str:
     return unit
 
 
-def _report_groups(config: Config, plan: ProfilePlan, target: Scheduler) -> list[dict[str, Any]]:
+def _report_groups(
+    config: Config, plan: ProfilePlan, target: Scheduler
+) -> list[GridGroup | ListGroup]:
     """The expected reports, in constant size: a grid (every node of a range, times some local
     ids) as its shape and a name pattern, which verify expands; a short list as it is."""
     recorded = plan.recorded
@@ -76,61 +88,83 @@ def _report_groups(config: Config, plan: ProfilePlan, target: Scheduler) -> list
         tasks = [
             [t.task, t.node, t.local, posixpath.basename(t.report), t.collectors] for t in recorded
         ]
-        return [{"unit": unit, "tasks": tasks}] if tasks else []
+        return [ListGroup(unit=unit, tasks=tasks)] if tasks else []
     start = recorded.node_start
     return [
-        {
-            "unit": unit,
-            "per_node": recorded.per_node,
-            "nodes": [start, recorded.node_stop],
-            "locals": list(recorded.locals_),
-            "collecting_locals": [
+        GridGroup(
+            unit=unit,
+            per_node=recorded.per_node,
+            nodes=[start, recorded.node_stop],
+            locals=list(recorded.locals_),
+            collecting_locals=[
                 lo
                 for lo in recorded.locals_
                 if recorded.collects(start * recorded.per_node + lo, start, lo)
             ],
-            "name": parts,
-        }
+            name=list(parts),
+        )
     ]
 
 
-def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> dict[str, Any]:
+def expectations(config: Config, plan: ProfilePlan, target: Scheduler) -> Expect:
     """What verify expects of the job: from the compile's own plan, on its target."""
     capture = config.capture
     template = target.report_output(config)
-    return {
-        "format": EXPECT_FORMAT,
-        "job": config.job.name,
-        "target": config.target.name,
-        "nsys_version": config.nsight.version,
-        "nsys": config.nsys_path,
-        "importer": config.importer_path,
-        "report_dir": capture.report_dir,
-        "job_in_name": bool(plan.recorded)
+    return Expect(
+        format=EXPECT_FORMAT,
+        job=config.job.name,
+        target=config.target.name,
+        nsys_version=config.nsight.version,
+        nsys=config.nsys_path,
+        importer=config.importer_path,
+        report_dir=capture.report_dir,
+        job_in_name=bool(plan.recorded)
         and "<jobid>" in posixpath.basename(plan.recorded[0].report),
-        "run_folders": posixpath.basename(posixpath.dirname(template)) == RUN_FOLDER,
-        "reports": _report_groups(config, plan, target),
-        "generic_regex": generic_regex(posixpath.basename(template)),
-        "capture": {
-            "mode": capture.mode,
-            "delay": capture.delay,
-            "duration": capture.duration,
-            "first_step": capture.first_step,
-            "last_step": capture.last_step,
-            "nvtx_range": capture.nvtx_range,
-            "steps": _step_ranges(config),
+        run_folders=posixpath.basename(posixpath.dirname(template)) == RUN_FOLDER,
+        reports=_report_groups(config, plan, target),
+        generic_regex=generic_regex(posixpath.basename(template)),
+        capture=CaptureContract(
+            mode=capture.mode,
+            delay=capture.delay,
+            duration=capture.duration,
+            first_step=capture.first_step,
+            last_step=capture.last_step,
+            nvtx_range=capture.nvtx_range,
+            steps=_step_ranges(plan),
             # The step helper marks every optimizer step: verify counts them per step range.
-            "optimizer_steps": (capture.optimizer_steps or 1) if marks_steps(config) else None,
-        },
-        "trace": list(trace_values(config, plan.time_boxed)),  # as nsys gets it (cuda-sw, nccl)
-        "collectors": {"gpu_metrics": capture.gpu_metrics, "efa_metrics": capture.efa_metrics},
-        "tolerance_s": WINDOW_TOLERANCE_S,
-    }
+            optimizer_steps=(capture.optimizer_steps or 1) if plan.facts.steps.marks else None,
+        ),
+        trace=list(plan.trace),  # as nsys gets it (cuda-sw, nccl)
+        collectors=CollectorsContract(
+            gpu_metrics=capture.gpu_metrics, efa_metrics=capture.efa_metrics
+        ),
+        tolerance_s=WINDOW_TOLERANCE_S,
+        fabric=fabric(config),
+    )
 
 
-def _step_ranges(config: Config) -> dict[str, Any] | None:
-    ranges = step_ranges(config)
-    return None if ranges is None else asdict(ranges)
+def fabric(config: Config) -> Fabric:
+    """The cluster's links, from its config (network.*): what `nsysgen analyze` holds the
+    measured bus bandwidth against."""
+    cluster = config.cluster
+    return Fabric(
+        gpus_per_node=cluster.gpus_per_node,
+        nodes=cluster.nodes,
+        nvlink_GBps=cluster.nvlink_GBps,
+        efa_Gbps=cluster.efa_Gbps,
+    )
+
+
+def _step_ranges(plan: ProfilePlan) -> StepsContract | None:
+    ranges = plan.facts.steps.ranges
+    if ranges is None:
+        return None
+    return StepsContract(
+        regex=ranges.regex,
+        numbered=ranges.numbered,
+        unopened=ranges.unopened,
+        unmarked=ranges.unmarked,
+    )
 
 
 def verify_files(
@@ -143,5 +177,6 @@ def verify_files(
         **expectations(config, plan, target),
         **(extra or {}),
     }
-    text = json.dumps(data, indent=1, sort_keys=True)
+    # Read back as verify and analyze read it: a contract they would refuse is not written.
+    text = dumps(converted(data, EXPECT_FILE))
     return [ArtifactSpec(EXPECT_FILE, "common/raw.j2", {"text": text})]

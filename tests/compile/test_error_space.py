@@ -6,7 +6,9 @@ the config path or the file (and line) it comes from, and write nothing.
 
 Sources: overrides (values, groups, deletions, list syntax), each kind of --config-dir file
 (cluster, workload, capture, target, nsight, experiment), interpolations, the sweep grammar
-(plain and paired), verb names, and the flags of every verb.
+(plain and paired), verb names, and the flags of every verb; and the message classes of issue
+40 (a list typed as a sweep, misspelt flags, the key an interpolation names, durations in lints,
+archived exports, the EKS image, and `check` naming the input that changed).
 """
 
 from __future__ import annotations
@@ -159,6 +161,17 @@ CASES: dict[str, Case] = {
     "analyze-flag-typo": Case(("analyze", ".", "--job_id", "4"), ("did you mean --job-id?",)),
     "verify-flag-typo": Case(("verify", ".", "--job_id", "4"), ("did you mean --job-id?",)),
     "completion-flag-typo": Case(("completion", "--hlep"), ("did you mean --help?",)),
+    # --- lints made errors print numbers a person reads: fixed notation, a unit that fits
+    "lint-duration": Case(
+        ("workload=fsdp", "capture.duration=5000000", "job.time_limit_min=100000")
+        + ("capture.ranks=all", "+lints.severity.NSG023=error"),
+        ("capture: [NSG023]", "~51.7 days", "more than half the collective timeout, 600 s"),
+    ),
+    # --- the mission's EKS example without the image its pods run
+    "eks-without-image": Case(
+        ("target=eks", "workload=fsdp"),
+        ("workload.container_image: target eks needs the training image", "e.g. <account>"),
+    ),
     # --- what analyze found instead of reports
     "analyze-archived": Case(
         ("analyze", "uc/reports"),
@@ -183,7 +196,30 @@ def test_every_input_source_refuses_malformed_input_by_name(
     assert "internal error" not in said and "Traceback" not in said, said
     for text in case.says:
         assert text in said, (text, said)
+    assert "e+0" not in said  # no number in scientific notation
     assert tree_bytes(tmp_path) == before  # nothing written, not even a partial folder
+
+
+def test_check_names_the_changed_input_first(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one message class of issue 40 that is not an input error: `check` after a
+    --config-dir edit exits 1 (the documented "differences found"), never 2 or 3, and its first
+    line names the file, the key, its old and new value, and the command that fixes it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "uc" / "capture").mkdir(parents=True)
+    mine = tmp_path / "uc" / "capture" / "mine.yaml"
+    mine.write_text("defaults:\n  - window\n  - _self_\ndelay: 30\n")
+    assert run_cli(*UC, "workload=fsdp", "capture=mine", "output_dir=out").code == 0
+    mine.write_text("defaults:\n  - window\n  - _self_\ndelay: 45\n")
+    result = run_cli("check", "output_dir=out")
+    said = result.out + result.err
+    assert result.code == 1, said
+    assert "internal error" not in said and "Traceback" not in said, said
+    assert said.splitlines()[0] == (
+        "out/fsdp-p5-slurm: cause: uc/capture/mine.yaml changed: capture.delay (was 30, now 45) "
+        "(regenerate: nsysgen --config-dir uc workload=fsdp capture=mine output_dir=out)"
+    )
 
 
 def test_fixed_false_alarms_compile(

@@ -97,9 +97,9 @@ def test_analyze_sbatch_passes_the_jobs_world_size(
     assert result.code == 0, result.err
     script = (tmp_path / "w" / "analyze.sbatch").read_text()
     assert (
-        f'--scheduler-file "$scheduler_file" --world-size {nodes * 8} "${{log_args[@]}}"\n'
-        in script
-    )
+        f'--scheduler-file "$scheduler_file" --world-size {nodes * 8} \\\n'
+        '  --cluster "$job_dir/nsysgen-expect.json" "${log_args[@]}"\n'
+    ) in script
     # nccl-tests' own figures: from the profiled job's log, whose path job.sbatch records.
     assert 'log=$(cat -- "$run_dir/.nsysgen/stdout"' in script
     assert "StdOut=" in (tmp_path / "w" / "job.sbatch").read_text()

@@ -18,12 +18,18 @@ import pytest
 import yaml
 
 from nsysgen.errors import Issue
-from nsysgen.model import Block, Config, TargetSettings, settings_as
+from nsysgen.model import Block, Config, TargetSettings, settings_as, typed_block
 from nsysgen.output.render import ArtifactSpec
-from nsysgen.profile import nsys_cmd
-from nsysgen.profile.lints import Lint
-from nsysgen.profile.plan import ProfilePlan, RecordedTask, expand_name
-from nsysgen.profile.workloads import LaunchShell, program, typed_block
+from nsysgen.profile.plan_types import (
+    Facts,
+    JobEnv,
+    LaunchShell,
+    Lint,
+    ProfilePlan,
+    RecordedTask,
+    expand_name,
+    report_path,
+)
 from nsysgen.targets import TARGETS
 from nsysgen.targets.common import recipes_script, workload_files
 from tests.conftest import REPO, RunCli
@@ -61,11 +67,15 @@ class K8sJob:
         return 1
 
     def report_output(self, config: Config) -> str:
-        return nsys_cmd.report_path(config, f"{config.job.name}_pod%q{{JOB_COMPLETION_INDEX}}")
+        name = f"{config.job.name}_pod%q{{JOB_COMPLETION_INDEX}}"
+        return report_path(config.capture.report_dir, config.capture.report_name, name)
 
-    def recorded(self, config: Config) -> Iterator[RecordedTask]:
+    def launch_shell(self, config: Config) -> LaunchShell:
+        return self.shell
+
+    def recorded(self, config: Config, facts: Facts) -> Iterator[RecordedTask]:
         template = self.report_output(config)
-        collectors = bool(nsys_cmd.collector_args(config))
+        collectors = bool(facts.collector_args)
         for node in range(config.cluster.nodes):
             env = {"JOB_COMPLETION_INDEX": str(node)}
             name = expand_name(template, env, host=f"pod{node}", pid="1")
@@ -80,7 +90,7 @@ class K8sJob:
     def owned_switches(self, config: Config) -> tuple[str, ...]:
         return ()
 
-    def checks(self, config: Config) -> Iterator[Issue]:
+    def checks(self, config: Config, env: JobEnv) -> Iterator[Issue]:
         if settings_as(config.target.settings, JobSettings).namespace == "kube-system":
             yield Issue("target.namespace", "not in kube-system (allowed: another namespace)")
 
@@ -95,7 +105,8 @@ class K8sJob:
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         settings = settings_as(config.target.settings, JobSettings)
-        words = [str(word) for word in program(config, self.shell).command]
+        assert plan.program is not None  # launch_shell gives the plan one
+        words = [str(word) for word in plan.program.command]
         command = ["nsys", "profile", *plan.profile_args, *words]
         job = {
             "apiVersion": "batch/v1",
@@ -106,8 +117,8 @@ class K8sJob:
         }
         return [
             ArtifactSpec("job.yaml", "common/yaml.j2", {"data": job}),
-            recipes_script(config),
-            *workload_files(config),
+            recipes_script(config, plan),
+            *workload_files(config, plan),
         ]
 
 

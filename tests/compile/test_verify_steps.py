@@ -16,6 +16,7 @@ import pytest
 
 from nsysgen import pipeline
 from nsysgen.config.compose import Composer
+from nsysgen.reports.contract import Expect
 from nsysgen.shipped.verify import (
     Contents,
     Finding,
@@ -26,11 +27,11 @@ from nsysgen.shipped.verify import (
     read_contents,
 )
 from tests.compile.test_verify import expect_of
-from tests.patching.test_step_helper import CONTINUE, ENGINE, GAN, window
+from tests.shipped.test_step_window_loops import CONTINUE, ENGINE, GAN, window
 from tests.stepruns import run_script
 
 
-def expect(*overrides: str) -> dict[str, object]:
+def expect(*overrides: str) -> Expect:
     composed = Composer().compose(["cluster=local", "workload=python", "capture=steps", *overrides])
     return expect_of(pipeline.typed(composed.data))
 

@@ -322,3 +322,72 @@ def test_regenerate_rewrites_stale_folders_says_why_and_keeps_hand_edits(
     assert f"{out / 'nsysgen-verify.py'}: changed" in run_cli("check", f"output_dir={out}").out
     assert run_cli("regenerate", f"output_dir={out}").code == 0
     assert run_cli("check", f"output_dir={out}").code == 0
+
+
+def test_check_names_the_changed_config_file_and_key_before_the_diff(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --config-dir file is a recorded input: after an edit, `check` names the file and each
+    key that changed, with its old and new value, on the folder's first line; the manifest
+    records only the chosen options' files, and a comment-only edit is named as such."""
+    monkeypatch.chdir(tmp_path)
+    workload = tmp_path / "conf-mine" / "workload"
+    workload.mkdir(parents=True)
+    text = (
+        "defaults:\n  - command\n  - _self_\nname: mine\n"
+        "command:\n  argv: [/fsx/train.sh, --steps, '100']\n"
+    )
+    (workload / "mine.yaml").write_text(text)
+    (workload / "unused.yaml").write_text("defaults:\n  - command\n  - _self_\nname: unused\n")
+    args = ["--config-dir", "conf-mine", "workload=mine", "job.name=mine", "output_dir=out"]
+    assert run_cli(*args).code == 0
+    manifest = json.loads((tmp_path / "out" / "mine" / MANIFEST_NAME).read_text())
+    assert list(manifest["inputs"]) == ["conf-mine/workload/mine.yaml"]
+    assert manifest["input_keys"]["conf-mine/workload/mine.yaml"]["workload.command.argv"] == (
+        '["/fsx/train.sh", "--steps", "100"]'
+    )
+    (workload / "unused.yaml").write_text("name: edited\n")
+    assert run_cli("check", "output_dir=out").code == 0  # an option no folder uses
+
+    (workload / "mine.yaml").write_text(text.replace("'100'", "'200'") + "launch: per_node\n")
+    result = run_cli("check", "output_dir=out")
+    assert result.code == 1
+    first = result.out.splitlines()[0]
+    assert first.startswith(
+        "out/mine: cause: conf-mine/workload/mine.yaml changed: "
+        'workload.command.argv (was ["/fsx/train.sh", "--steps", "100"], '
+        'now ["/fsx/train.sh", "--steps", "200"]), workload.launch (added: per_node) '
+        "(regenerate: nsysgen --config-dir conf-mine workload=mine job.name=mine output_dir=out)"
+    ), first
+    assert any(line.startswith("out/mine/job.sbatch: changed") for line in result.out.splitlines())
+    assert "; 1 folder(s) because an input file changed" in result.out.splitlines()[-1]
+
+    assert run_cli(*args).code == 0
+    (workload / "mine.yaml").write_text("# a note\n" + text.replace("'100'", "'200'"))
+    assert run_cli(*args).code == 0
+    (workload / "mine.yaml").write_text("# another note\n" + text.replace("'100'", "'200'"))
+    result = run_cli("check", "output_dir=out")
+    assert result.code == 1
+    assert result.out.splitlines()[0].startswith(
+        "out/mine: cause: conf-mine/workload/mine.yaml changed (no value did: comments or "
+        "layout only)"
+    ), result.out
+
+
+def test_check_names_the_overrides_a_sweep_point_differs_in(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    out = tmp_path / "out"
+    sweep = ["-m", "workload=fsdp", "capture.delay=30,60", f"output_dir={out}"]
+    assert run_cli(*sweep).code == 0
+    index_path = next(out.rglob("nsysgen-sweep.json"))
+    index = json.loads(index_path.read_text())
+    point = index["points"][0]
+    point["overrides"] = [o.replace("delay=30", "delay=45") for o in point["overrides"]]
+    index_path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    lines = run_cli("check", f"output_dir={out}").out.splitlines()
+    assert any(
+        "point compiled from other overrides: capture.delay=30 (the sweep now has: "
+        "capture.delay=45)" in line
+        for line in lines
+    ), lines

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from nsysgen.patching import find as f
-from nsysgen.patching.find import StepLoop
+from nsysgen.patching import step_loop as f
 from nsysgen.patching.patch import PatchError, analyse
+from nsysgen.patching.step_loop import StepLoop
 
 
 def script(text: str) -> str:
@@ -28,6 +28,10 @@ def marked(source: str) -> int:
 
 def shape(found: StepLoop) -> tuple[int, str | None, str | None, str, str]:
     return found.node.lineno, found.step, found.at_step, found.scope, found.accumulation
+
+
+def numbering(found: StepLoop) -> tuple[int, str | None, str | None, str, str]:
+    return found.node.lineno, found.step, found.at_step, found.scope, found.counter
 
 
 def check(source: str, step: str | None, at_step: str | None, scope: str, form: str) -> StepLoop:

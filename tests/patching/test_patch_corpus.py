@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from nsysgen.patching.find import ACCUMULATIONS
 from nsysgen.patching.patch import (
     PatchError,
     analyse,
@@ -23,6 +22,7 @@ from nsysgen.patching.patch import (
     strip,
     unified_patch,
 )
+from nsysgen.patching.step_loop import ACCUMULATIONS
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # shellcheck/bash over every setup; a corpus of scripts

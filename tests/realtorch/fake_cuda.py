@@ -1,6 +1,6 @@
 """Real torch on a CPU machine: what the step helper asks of CUDA and NVTX is printed one event
 a line (`@@ start`, `@@ push step 3`, `@@ mark ...`) instead of being done, so that the tests in
-tests/patching/test_step_helper_real_torch.py run torch's own optimizer hooks, GradScaler,
+tests/shipped/test_step_window_real_torch.py run torch's own optimizer hooks, GradScaler,
 torch.compile and autograd without a GPU."""
 
 from typing import Any

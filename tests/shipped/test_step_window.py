@@ -1,4 +1,4 @@
-"""The step helper (nsysgen/shipped/step_window.py) decides the numbering with the running
+"""The step helper (nsysgen/shipped/step_window/) decides the numbering with the running
 program: library loops numbered as the library logs them, counters that are not step counters
 refused before the window, several optimizers a step learned, a whole step captured into a CUDA
 graph refused. Scripts run under the torch stand-in (tests/standin) with the stand-ins of

@@ -6,20 +6,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from nsysgen.errors import Issue
-from nsysgen.model import Block, Config, TargetSettings
+from nsysgen.model import Block, Config, TargetSettings, typed_block
 from nsysgen.output.render import ArtifactSpec
-from nsysgen.profile.environment import job_env
-from nsysgen.profile.lints import Lint
-from nsysgen.profile.plan import ProfilePlan, RecordedTasks
-from nsysgen.profile.recipes import recipe_runs
-from nsysgen.profile.teardown import write_seconds
-from nsysgen.profile.workloads import (
-    SITE_DIR,
-    step_method,
-    step_window_env,
-    typed_block,
-    uses_site,
-)
+from nsysgen.profile.plan_types import SITE_DIR, Facts, JobEnv, Lint, ProfilePlan, RecordedTasks
 from nsysgen.targets.common import recipes_script, upload_script, workload_files
 from nsysgen.targets.eks.checks import (
     EVERY_POD_LINT,
@@ -156,12 +145,16 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     specs = [
         ArtifactSpec("values-injector.yaml", "common/yaml.j2", {"data": helm_values(config, plan)}),
         *_job_files(config, plan),
-        recipes_script(config),
+        recipes_script(config, plan),
         # The zero-patch helper reaches the pods through a ConfigMap, not a file of the folder.
-        *[spec for spec in workload_files(config) if not spec.path.startswith(SITE_DIR + "/")],
+        *[
+            spec
+            for spec in workload_files(config, plan)
+            if not spec.path.startswith(SITE_DIR + "/")
+        ],
         *verify_files(config, plan, TARGET, _verify_extra(config)),
     ]
-    if uses_site(config):
+    if plan.facts.steps.site:
         specs.append(
             ArtifactSpec(SITE_CONFIGMAP_FILE, "common/yaml.j2", {"data": site_configmap(config)})
         )
@@ -207,19 +200,19 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "names_reports": injector(config).names_reports,
         "tool_args": tool_args(config, plan),
         "collector_args": list(plan.collector_args),
-        "step_env": dict(step_window_env(config)),
+        "step_env": dict(plan.facts.steps.env),
         "steps": plan.steps,
-        "recipe_folders": [run.folder for run in recipe_runs(config)],
+        "recipe_folders": [run.folder for run in plan.facts.recipes],
         "deadline_s": plan.time_limit_s,
         "grace_s": grace_seconds(config, plan),
-        "write_s": write_seconds(plan),
+        "write_s": plan.teardown.write_s,
         "grace_patched": target.job != "trainjob" or target.trainer_version != "2.2",
-        "patched_script": step_method(config) == "patch",
+        "patched_script": plan.facts.steps.method == "patch",
         "on_volume": reports_on_volume(config),
         "manifest": target.manifest,
         "apply_job": _apply_job(config, [s.path for s in specs]),
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
-        "job_env": job_env(config, own_job=target.manifest is not None),
+        "job_env": plan.facts.own_job_env if target.manifest is not None else plan.facts.job_env,
         "prerequisites": prerequisites(config),
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
@@ -247,8 +240,11 @@ class Eks:
     def report_output(self, config: Config) -> str:
         return report_output(config)
 
-    def recorded(self, config: Config) -> RecordedTasks:
-        return recorded(config)
+    def launch_shell(self, config: Config) -> None:
+        return None  # the pod's container runs torchrun itself (injection.torchrun_args)
+
+    def recorded(self, config: Config, facts: Facts) -> RecordedTasks:
+        return recorded(config, facts)
 
     def in_container(self, config: Config) -> bool:
         return True  # a pod runs containers
@@ -259,8 +255,8 @@ class Eks:
     def owned_switches(self, config: Config) -> tuple[str, ...]:
         return owned_switches(config)
 
-    def checks(self, config: Config) -> Iterator[Issue]:
-        return checks(config)
+    def checks(self, config: Config, env: JobEnv) -> Iterator[Issue]:
+        return checks(config, env)
 
     def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         return artifacts(config, plan)

@@ -6,13 +6,7 @@ from collections.abc import Iterator
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.profile import cuda_trace
-from nsysgen.profile.environment import job_env
-from nsysgen.profile.estimate import human_bytes, human_seconds
-from nsysgen.profile.lints import Lint
-from nsysgen.profile.plan import ProfilePlan
-from nsysgen.profile.teardown import write_seconds
-from nsysgen.profile.workloads import step_method
+from nsysgen.profile.plan_types import JobEnv, Lint, ProfilePlan
 from nsysgen.targets.eks.injection import (
     injection_issues,
 )
@@ -29,6 +23,7 @@ from nsysgen.targets.eks.names import (
     shadowing_mount,
 )
 from nsysgen.targets.eks.own import manifest_issues
+from nsysgen.units import human_bytes, human_seconds
 
 # Kubeflow Trainer 2.4 refuses runtimes whose replicated job names are longer (release notes).
 TRAINER_24_JOB_NAME_MAX = 20
@@ -40,7 +35,8 @@ def job_kind(config: Config) -> str:
     return "TrainJob" if eks_settings(config).job == "trainjob" else "PyTorchJob"
 
 
-def checks(config: Config) -> Iterator[Issue]:
+def checks(config: Config, env: JobEnv) -> Iterator[Issue]:
+    """`env`: the job's environment (nsysgen/profile/environment.py)."""
     workload = config.workload
     target = eks_settings(config)
     if workload.kind != "fsdp":
@@ -64,7 +60,7 @@ def checks(config: Config) -> Iterator[Issue]:
         )
     yield from _split_args(config)
     yield from _rank_issues(config)
-    yield from _volume_issues(config)
+    yield from _volume_issues(config, env)
     yield from _trainer_issues(config)
     if target.manifest is not None:
         yield from manifest_issues(config)
@@ -84,7 +80,7 @@ def _operator_cuda_trace(config: Config) -> Iterator[Issue]:
     """Nsight Operator 26.x brings its own nsys (2026.x), whose --trace=cuda is the hardware
     trace on Blackwell; with a catalog version that says otherwise nsysgen would not write
     cuda-sw for it, and windowed captures there came back without kernels."""
-    if eks_settings(config).injector != "operator-26" or not cuda_trace.blackwell(config):
+    if eks_settings(config).injector != "operator-26" or not config.cluster.blackwell:
         return
     if config.nsight.blackwell_cuda_trace != "hardware":
         yield Issue(
@@ -95,7 +91,7 @@ def _operator_cuda_trace(config: Config) -> Iterator[Issue]:
         )
 
 
-def _volume_issues(config: Config) -> Iterator[Issue]:
+def _volume_issues(config: Config, env: JobEnv) -> Iterator[Issue]:
     """The injectors that write to the shared volume need the report folder on it: the pods
     mount a folder of it by its path relative to the volume."""
     if not reports_on_volume(config):
@@ -119,7 +115,7 @@ def _volume_issues(config: Config) -> Iterator[Issue]:
             "its literal name, and nsys or the injector would expand it into another "
             "(allowed: a plain folder; per-pod parts go in capture.report_name)",
         )
-    pod_var = job_env(config).get(POD_VAR)
+    pod_var = env.get(POD_VAR)
     if pod_var is not None:
         yield Issue(
             pod_var.key,
@@ -235,7 +231,7 @@ EVERY_POD_LINT = Lint(
 
 
 def _patched_image(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    if step_method(config) != "patch":
+    if plan.facts.steps.method != "patch":
         return
     if script_place(config) == "volume" and eks_settings(config).manifest is None:
         # The pods run the script from the shared file system: no image to rebuild.
@@ -268,7 +264,7 @@ def _grace_unpatchable(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
     target = eks_settings(config)
     if target.job != "trainjob" or target.trainer_version != "2.2":
         return
-    need = write_seconds(plan)
+    need = plan.teardown.write_s
     configured = target.termination_grace_period_s
     dropped = (
         f" (target.termination_grace_period_s={configured} cannot reach them)"

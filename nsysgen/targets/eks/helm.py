@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nsysgen.model import Config
-from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.eks.injection import (
     injection_pattern,
 )

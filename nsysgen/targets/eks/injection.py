@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config, settings_as
-from nsysgen.profile.workloads import ScriptSettings
+from nsysgen.model import Config, ScriptSettings, settings_as
 from nsysgen.targets.eks.settings import EksSettings
 
 # The injector's regex flavour is undocumented: keep to the constructs every

@@ -8,10 +8,7 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import header, render_template
-from nsysgen.profile.environment import job_env
-from nsysgen.profile.plan import ProfilePlan
-from nsysgen.profile.teardown import write_seconds
-from nsysgen.profile.workloads import step_window_env, uses_site
+from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 from nsysgen.targets.eks.injection import (
     torchrun_args,
@@ -55,14 +52,14 @@ def site_configmap(config: Config) -> dict[str, Any]:
     }
 
 
-def _env(config: Config) -> list[dict[str, Any]]:
+def _env(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     target = eks_settings(config)
     # nsys stages its injection libraries in TMPDIR, and a container's /tmp may be mounted
     # noexec: give it an emptyDir of its own unless the config chose a TMPDIR.
-    environment = job_env(config).pairs()
+    environment = plan.facts.job_env.pairs()
     tmpdir = [] if "TMPDIR" in dict(environment) else [("TMPDIR", NSYS_TMP)]
-    values = dict([*environment, *step_window_env(config), *tmpdir])
-    if uses_site(config):
+    values = dict([*environment, *plan.facts.steps.env, *tmpdir])
+    if plan.facts.steps.site:
         # Container env replaces the image's PYTHONPATH: keep the one the config sets.
         theirs = values.get("PYTHONPATH")
         values["PYTHONPATH"] = f"{SITE_MOUNT}:{theirs}" if theirs else SITE_MOUNT
@@ -79,22 +76,24 @@ def _env(config: Config) -> list[dict[str, Any]]:
     return env
 
 
-def profiling_env(config: Config) -> list[dict[str, Any]]:
+def profiling_env(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     """What profiling adds to a job of the user's own: the step window, nsys's TMPDIR, the
     helper's PYTHONPATH, the pod's name, nsysgen's env defaults (not the rest of the cluster's
     env, nor secrets, which are theirs). The patch skips a name their container sets itself."""
-    defaults = job_env(config, own_job=True).names()
-    theirs = job_env(config).names() - defaults
+    defaults = plan.facts.own_job_env.names()
+    theirs = plan.facts.job_env.names() - defaults
     mine = theirs | set(eks_settings(config).secret_env)
-    return [e for e in _env(config) if e["name"] not in mine or e["name"] == "PYTHONPATH"]
+    return [e for e in _env(config, plan) if e["name"] not in mine or e["name"] == "PYTHONPATH"]
 
 
-def profiling_volumes(config: Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def profiling_volumes(
+    config: Config, plan: ProfilePlan
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The volumes and mounts profiling adds (not /dev/shm nor the script's shared filesystem,
     which are the job's own)."""
     theirs = ("dshm", SHARED_VOLUME)
-    volumes = [v for v in _volumes(config) if v["name"] not in theirs]
-    return volumes, [m for m in _mounts(config) if m["name"] not in theirs]
+    volumes = [v for v in _volumes(config, plan) if v["name"] not in theirs]
+    return volumes, [m for m in _mounts(config, plan) if m["name"] not in theirs]
 
 
 def _resources(config: Config) -> dict[str, Any]:
@@ -110,10 +109,10 @@ def grace_seconds(config: Config, plan: ProfilePlan) -> int:
     delete) and SIGKILL, room for nsys to write a report of this setup, as Slurm's early
     --signal=TERM@S gives it; or the configured value."""
     configured = eks_settings(config).termination_grace_period_s
-    return configured if configured is not None else write_seconds(plan)
+    return configured if configured is not None else plan.teardown.write_s
 
 
-def _mounts(config: Config) -> list[dict[str, Any]]:
+def _mounts(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if reports_on_volume(config):
         # The reports volume is declared here only (the injector's values add none). nsys's
@@ -131,12 +130,12 @@ def _mounts(config: Config) -> list[dict[str, Any]]:
             # The training script is on the shared filesystem (issue 40: without this mount
             # torchrun finds no script and the job fails at start).
             mounts.append({"name": SHARED_VOLUME, "mountPath": config.cluster.shared_fs})
-    if uses_site(config):
+    if plan.facts.steps.site:
         mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
     return mounts
 
 
-def _volumes(config: Config) -> list[dict[str, Any]]:
+def _volumes(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     if reports_on_volume(config):
         claim = {"claimName": eks_settings(config).reports_pvc}
@@ -149,13 +148,13 @@ def _volumes(config: Config) -> list[dict[str, Any]]:
         if mounts_shared_fs(config):
             claim = {"claimName": eks_settings(config).reports_pvc}
             volumes.append({"name": SHARED_VOLUME, "persistentVolumeClaim": claim})
-    if uses_site(config):
+    if plan.facts.steps.site:
         configmap = {"name": _site_configmap_name(config)}
         volumes.append({"name": SITE_VOLUME, "configMap": configmap})
     return volumes
 
 
-def _container(config: Config) -> dict[str, Any]:
+def _container(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     target = eks_settings(config)
     return {
         "name": "pytorch",  # the training operator requires a container of this name
@@ -165,9 +164,9 @@ def _container(config: Config) -> dict[str, Any]:
         # torchrun reads PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR/PORT set by the operator.
         "command": [target.torchrun_path],
         "args": torchrun_args(config),
-        "env": _env(config),
+        "env": _env(config, plan),
         "resources": _resources(config),
-        "volumeMounts": _mounts(config),
+        "volumeMounts": _mounts(config, plan),
     }
 
 
@@ -189,8 +188,8 @@ def pytorchjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
                     "nodeSelector": {
                         "node.kubernetes.io/instance-type": config.cluster.instance_type
                     },
-                    "containers": [_container(config)],
-                    "volumes": _volumes(config),
+                    "containers": [_container(config, plan)],
+                    "volumes": _volumes(config, plan),
                 },
             },
         }
@@ -233,7 +232,12 @@ def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
     labels = {"app": config.job.name, injector(config).label: "enabled"}
     node_selector = {"node.kubernetes.io/instance-type": config.cluster.instance_type}
     patch = runtime_patch(
-        config, plan, labels, _volumes(config), _mounts(config), {"nodeSelector": node_selector}
+        config,
+        plan,
+        labels,
+        _volumes(config, plan),
+        _mounts(config, plan),
+        {"nodeSelector": node_selector},
     )
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -258,7 +262,7 @@ def trainjob(config: Config, plan: ProfilePlan) -> dict[str, Any]:
                 "numNodes": config.cluster.nodes,
                 "numProcPerNode": config.cluster.gpus_per_node,
                 "resourcesPerNode": _resources(config),
-                "env": _env(config),
+                "env": _env(config, plan),
             },
             "runtimePatches": [patch],
         },

@@ -7,10 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from nsysgen.model import Config, settings_as
-from nsysgen.profile import nsys_cmd
-from nsysgen.profile.plan import RecordedTasks, expand_name
-from nsysgen.profile.workloads import ScriptSettings
+from nsysgen.model import Config, ScriptSettings, settings_as
+from nsysgen.profile.plan_types import Facts, RecordedTasks, expand_name
 from nsysgen.targets.eks.settings import EksSettings
 
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -301,10 +299,10 @@ def report_name(config: Config, node: int) -> str:
     return expand_name(name, {"HOSTNAME": pod}, host=pod, pid="pid0")
 
 
-def recorded(config: Config) -> RecordedTasks:
+def recorded(config: Config, facts: Facts) -> RecordedTasks:
     """One report per recording pod (a pod is a node): every node as a range when all record
     (names expand on request), else the chosen few as a list."""
-    collectors = bool(nsys_cmd.collector_args(config))
+    collectors = bool(facts.collector_args)
 
     def name_of(task: int, node: int, local: int) -> str:
         return report_name(config, node)

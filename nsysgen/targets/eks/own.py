@@ -21,7 +21,7 @@ import yaml
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.profile.plan import ProfilePlan
+from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.eks.jobs import (
     grace_seconds,
     profiling_env,
@@ -314,8 +314,8 @@ def _patch(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
     job = read_manifest(config)
     assert not isinstance(job, Issue)  # checks refused it before
     labels = {injector(config).label: "enabled"}
-    volumes, mounts = profiling_volumes(config)
-    env = profiling_env(config)
+    volumes, mounts = profiling_volumes(config, plan)
+    env = profiling_env(config, plan)
     ops: list[dict[str, Any]] = []
     if job["kind"] == "TrainJob":
         spec = job["spec"]

@@ -1,0 +1,102 @@
+"""The step loop: the innermost loop that trains, or the step function another file's loop
+calls, and the optimizers it steps.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from nsysgen.patching.hints import LOOP_HINT, NO_LOOP, FindError, LibraryLoopError
+from nsysgen.patching.library import library_loop
+from nsysgen.patching.optimizer_calls import names_optimizer
+from nsysgen.patching.script import Script
+from nsysgen.patching.step_loop import BACKWARD, STEP, Loop
+from nsysgen.patching.syntax import Function, direct_calls, last_name
+
+
+def _where(script: Script, loop: Loop) -> str:
+    function = script.function_of(loop)
+    return f"line {loop.lineno}" + (f" (in {function.name})" if function else "")
+
+
+def _replays(script: Script, loop: Loop) -> bool:
+    return any(script.replays_backward(call) for call in direct_calls(loop))
+
+
+def find_step_loop(script: Script, loop_line: int | None) -> Loop | None:
+    """The step loop: the one at `loop_line`, else the innermost loop that trains; None when
+    no loop of this file trains."""
+    loops = script.loops
+    if loop_line is not None:
+        chosen = [loop for loop in loops if loop.lineno == loop_line]
+        if not chosen:
+            lines = ", ".join(str(loop.lineno) for loop in loops) or "none"
+            raise FindError(
+                f"no for/while loop starts at line {loop_line} (loops start at lines: {lines})",
+                "loop_line",
+            )
+        return chosen[0]
+    reach = {loop: script.reaches_block(loop.body, STEP) for loop in loops}
+    back = {loop: script.reaches_block(loop.body, BACKWARD) for loop in loops}
+    # Loops that reach both are training steps; `for opt in optimizers: opt.step()` is not. A
+    # script that shows only one of the two (its optimizer lives in another file, say) falls
+    # back to loops that reach that one.
+    candidates = [loop for loop in loops if reach[loop] and back[loop]]
+    candidates = candidates or [loop for loop in loops if reach[loop]]
+    candidates = candidates or [loop for loop in loops if back[loop]]
+    # A CUDA graph's replays are the training; the eager iterations before its capture only
+    # warm it up (PyTorch's CUDA graphs notes).
+    replaying = [loop for loop in candidates if _replays(script, loop)]
+    candidates = replaying or candidates
+    innermost = [
+        loop for loop in candidates if not any(script.encloses(loop, other) for other in candidates)
+    ]
+    if not innermost:
+        return None
+    if len(innermost) > 1:
+        where = ", ".join(_where(script, loop) for loop in innermost)
+        raise FindError(f"found several step loops: {where}; {LOOP_HINT}", "loop_line")
+    return innermost[0]
+
+
+def without_loop(script: Script) -> Function:
+    """No loop of this file trains: a library's loop (refused here, with what runs it), or a
+    step function that a loop in another file calls, else the question for loop_line."""
+    library = library_loop(script.tree, script.code)
+    if library is not None:
+        raise LibraryLoopError(library)
+    function = step_function(script)
+    if function is None:
+        raise FindError(f"{NO_LOOP}; {LOOP_HINT}", "loop_line")
+    return function
+
+
+def step_function(script: Script) -> Function | None:
+    """The one function of this file that runs a whole training step (backward and optimizer
+    step) and that this file never calls: another file's loop calls it once per step."""
+    every = [*script.functions.values(), *script.methods.values()]
+    found = [
+        function
+        for functions in every
+        for function in functions
+        if {STEP, BACKWARD} <= script.reaches(function) and not script.called_in_file(function)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def stepped_optimizers(script: Script, loop: Loop | Function) -> tuple[str, ...]:
+    """The optimizers the loop's body steps, as written (`optimizerD`, `opt_g`), in order: more
+    than one means several optimizer steps per iteration (a GAN, Muon plus AdamW)."""
+    found: list[tuple[int, str]] = []
+    for node in [loop, *script.called_functions(loop)]:
+        for call in direct_calls(node):
+            if script.is_optimizer_step(call) and isinstance(call.func, ast.Attribute):
+                receiver = call.func.value
+                if call.args and not names_optimizer(last_name(receiver)):
+                    receiver = call.args[0]  # scaler.step(optimizer)
+                found.append((call.lineno, ast.unparse(receiver)))
+    seen: list[str] = []
+    for _, name in sorted(found):
+        if name not in seen:
+            seen.append(name)
+    return tuple(seen)

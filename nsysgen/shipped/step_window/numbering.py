@@ -1,0 +1,140 @@
+"""How the steps before the window are numbered: the optimizers' cycle, and which counter still
+counts steps."""
+
+from __future__ import annotations
+
+from nsysgen.shipped.step_window.counters import Counter, HintCounter, LibraryCounter
+from nsysgen.shipped.step_window.names import LEARN_LIMIT
+
+
+def period(order: list[int]) -> int | None:
+    """The shortest cycle of the optimizers' order, seen at least twice (None: not yet)."""
+    distinct = len(set(order))
+    if distinct <= 1:
+        return 1
+    for length in range(distinct, len(order) // 2 + 1):
+        if all(order[i] == order[i - length] for i in range(length, len(order))):
+            return length
+    return None
+
+
+class Numbering:
+    """Training steps before the window, from the optimizer steps seen: how many optimizer
+    steps make one, which counters still count them (checked from step to step) and the
+    number of the step that ended last."""
+
+    def __init__(self, counters: list[Counter], per_step: int | None) -> None:
+        self.counters = counters
+        self.fixed = per_step  # capture.optimizer_steps, else learned
+        self.per_step = per_step
+        self.frozen = per_step is not None  # learned (or given) for good
+        self.irregular = False  # no cycle in the optimizers' order: one optimizer step a step
+        self.order: list[int] = []  # which optimizer took each optimizer step, while learning
+        # The counters at each optimizer step: all of them while learning, then the step's own.
+        self.readings: list[tuple[int | None, ...]] = []
+        self.count = 0  # optimizer steps seen
+        self.steps = 0  # training steps ended
+        self.base: int | None = None  # the optimizer's own step count at the first step
+        self.failed = ["" for _ in counters]  # per counter: why it does not count steps
+        self.last: list[int | None] = [None for _ in counters]  # each at the last step ended
+        self.checked = 0  # step-to-step advances checked
+
+    def add(self, optimizer: int, readings: tuple[int | None, ...]) -> bool:
+        """One optimizer step; True when it ends a training step."""
+        self.count += 1
+        self.readings.append(readings)
+        if not self.frozen:
+            self._learn(optimizer)
+        per_step = self.per_step
+        if per_step is None or self.count % per_step:
+            return False
+        if self.steps < self.count // per_step:  # not judged already by a new cycle's recheck
+            self._check(self.readings[-per_step:])
+        if self.frozen:
+            self.readings.clear()
+        return True
+
+    def _learn(self, optimizer: int) -> None:
+        self.order.append(optimizer)
+        learned = self.per_step
+        order = self.order
+        if learned is None or (len(order) > learned and order[-1] != order[-1 - learned]):
+            learned = period(order)
+        if self.count >= LEARN_LIMIT:
+            self.frozen, self.order = True, []
+            if learned is None:
+                learned, self.irregular = 1, True
+        if learned != self.per_step:
+            self.per_step = learned
+            self._recheck()
+        if self.frozen and learned is not None:
+            # From here on only the step under way is judged: keep the last step's readings.
+            self.readings = self.readings[-learned:]
+
+    def _recheck(self) -> None:
+        """The cycle changed: judge every step seen so far again."""
+        self.failed = ["" for _ in self.counters]
+        self.last = [None for _ in self.counters]
+        self.steps = self.checked = 0
+        per_step = self.per_step
+        if per_step is None:
+            return
+        for start in range(0, len(self.readings) - per_step + 1, per_step):
+            self._check(self.readings[start : start + per_step])
+
+    def _check(self, group: list[tuple[int | None, ...]]) -> None:
+        """A training step ended: does each counter still count steps?"""
+        step = self.steps
+        self.steps += 1
+        for index, counter in enumerate(self.counters):
+            if self.failed[index]:
+                continue
+            values = {reading[index] for reading in group}
+            value, last = group[0][index], self.last[index]
+            if counter.broken:
+                self.failed[index] = counter.broken
+            elif value is None or None in values:
+                self.failed[index] = f"{counter.name} could not be read at training step {step}"
+            elif len(values) > 1:
+                seen = ", ".join(str(v) for v in sorted(v for v in values if v is not None))
+                self.failed[index] = (
+                    f"{counter.name} changed within one training step of {len(group)} "
+                    f"optimizer steps ({seen})"
+                )
+            elif last is not None and value != last + 1:
+                self.failed[index] = (
+                    f"{counter.name} went from {last} to {value} from one training step to the "
+                    "next (a step counter advances by exactly 1)"
+                )
+            self.last[index] = value
+        self.checked = step
+
+    def chosen(self) -> int | None:
+        """The counter that numbers the steps (its index), None: the helper's own count."""
+        return next((i for i, failed in enumerate(self.failed) if not failed), None)
+
+    def number_of_last(self) -> int:
+        """The number of the training step that ended last."""
+        index = self.chosen()
+        value = None if index is None else self.last[index]
+        return (self.base or 0) + self.steps - 1 if value is None else value
+
+    def may_open(self, number: int, first: int) -> bool:
+        """The step about to begin, numbered `number`, may open the window at FIRST: a counter
+        seen at one step only, which jumps past FIRST while the helper's own count has not
+        reached it, waits for the next step to be checked (a micro-batch counter does so)."""
+        if number < first:
+            return False
+        unchecked = self.chosen() is not None and self.steps < 2
+        return not unchecked or (self.base or 0) + self.steps >= first
+
+    def fallback_reason(self) -> str:
+        """Why the counter nsysgen expected does not number the steps ("": none expected)."""
+        for index, counter in enumerate(self.counters):
+            failed = self.failed[index]
+            absent = (isinstance(counter, LibraryCounter) and counter.library is None) or (
+                isinstance(counter, HintCounter) and not counter.given
+            )
+            if failed and not absent:
+                return failed
+        return ""

@@ -1,0 +1,206 @@
+"""Slurm target: an sbatch file, the per-rank nsys wrapper, and the shared artifacts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from nsysgen.errors import Issue
+from nsysgen.model import Block, Config, TargetSettings, typed_block
+from nsysgen.output.render import ArtifactSpec
+from nsysgen.profile.plan_types import (
+    SITE_DIR,
+    Facts,
+    JobEnv,
+    LaunchShell,
+    Lint,
+    ProfilePlan,
+    RecordedTasks,
+)
+from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
+from nsysgen.targets.expect import verify_files
+from nsysgen.targets.slurm.own import OWN_SHELL, SHELL, env_file, own_script_change
+from nsysgen.targets.slurm.sbatch import analyze_sbatch, job_sbatch, program
+from nsysgen.targets.slurm.tasks import (
+    ENV_FILE,
+    SLURM_TASK_VARS,
+    WRAPPER,
+    SlurmSettings,
+    describe,
+    in_container,
+    own_script,
+    recorded,
+    report_output,
+    tasks_per_node,
+)
+
+
+def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
+    selection = plan.facts.selection
+    collectors = list(plan.collector_args)
+    per_gpu = config.workload.launch == "per_gpu"
+    uses_local_id = "first_on_node" in (
+        selection.profiled.kind,
+        selection.collectors.kind if collectors else "",
+    )
+    return ArtifactSpec(
+        path=WRAPPER,
+        template="slurm/nsys-exec.j2",
+        executable=True,
+        context={
+            "job_name": config.job.name,
+            "version": config.nsight.version,
+            "nsys": config.nsys_path,
+            "report_dir": config.capture.report_dir,
+            "profile_args": list(plan.profile_args),
+            "collector_args": collectors,
+            "profiled": selection.profiled,
+            "collectors": selection.collectors,
+            "profiled_text": describe(selection.profiled, per_gpu),
+            "collectors_text": describe(selection.collectors, per_gpu),
+            "uses_local_id": uses_local_id,
+            "per_gpu": per_gpu,
+            "site_dir": SITE_DIR if program(plan).site else None,
+            # A job script of the user's own starts it: the srun's shape is checked.
+            "shape": (
+                (
+                    config.cluster.nodes * plan.tasks_per_node,
+                    config.cluster.nodes,
+                    plan.tasks_per_node,
+                )
+                if own_script(config)
+                else None
+            ),
+        },
+    )
+
+
+def _readme(config: Config, plan: ProfilePlan, files: list[str]) -> ArtifactSpec:
+    per_gpu = config.workload.launch == "per_gpu"
+    selection, facts = plan.facts.selection, plan.facts
+    return ArtifactSpec(
+        path="README.md",
+        template="slurm/README.md.j2",
+        comment="<!--",
+        context={
+            "config": config,
+            "files": files,
+            "per_gpu": per_gpu,
+            "profiled_text": describe(selection.profiled, per_gpu),
+            "collectors_text": describe(selection.collectors, per_gpu),
+            "collector_args": list(plan.collector_args),
+            "report_pattern": report_output(config) + ".nsys-rep",
+            "step_env": dict(program(plan).env),
+            "steps": plan.steps,
+            "recipe_folders": [run.folder for run in facts.recipes],
+            "signal": plan.teardown.early_signal,
+            "write_s": plan.teardown.write_s,
+            "own_script": (
+                own_script_change(config, plan, "/path/of/this/folder")
+                if own_script(config)
+                else None
+            ),
+            "env_file": ENV_FILE,
+            "job_env": facts.own_job_env if own_script(config) else facts.job_env,
+        },
+    )
+
+
+def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+    launch = env_file(config, plan) if own_script(config) else job_sbatch(config, plan)
+    specs = [
+        launch,
+        analyze_sbatch(config, plan),
+        _wrapper(config, plan),
+        install_script(config),
+        recipes_script(config, plan),
+        *workload_files(config, plan),
+        *verify_files(config, plan, TARGET),
+    ]
+    upload = upload_script(config)
+    if upload is not None:
+        specs.append(upload)
+    specs.append(_readme(config, plan, sorted(s.path for s in specs)))
+    return specs
+
+
+def _hyperpod_flags(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    if config.cluster.slurm_platform != "hyperpod":
+        return
+    if config.cluster.slurm_gres:
+        yield (
+            "cluster.slurm.gres",
+            "HyperPod clusters reject --gres=gpu unless GPU GRES was enabled on them",
+        )
+    if config.cluster.slurm_mpi == "pmix":
+        yield ("cluster.slurm.mpi", "HyperPod clusters reject --mpi=pmix unless pmix was enabled")
+
+
+HYPERPOD_LINT = Lint(
+    "NSG011",
+    "`--gres` / `--mpi=pmix` on HyperPod (`cluster.slurm.platform=hyperpod`)",
+    "set cluster.slurm.gres=false and cluster.slurm.mpi=null on HyperPod",
+    "error",
+    _hyperpod_flags,
+)
+
+
+class Slurm:
+    name = "slurm"
+    unit = "task"
+    variables = SLURM_TASK_VARS
+    misleading_variables: Mapping[str, str] = {
+        "HOSTNAME": "%q{HOSTNAME} is the batch host in every Slurm task, "
+        "not the node that runs it (allowed: %q{SLURMD_NODENAME})"
+    }
+    lints = (HYPERPOD_LINT,)
+    schema = None
+
+    def settings(self, block: Block) -> TargetSettings:
+        settings: SlurmSettings = typed_block(SlurmSettings, block)
+        return settings
+
+    def tasks_per_node(self, config: Config) -> int:
+        return tasks_per_node(config)
+
+    def report_output(self, config: Config) -> str:
+        return report_output(config)
+
+    def launch_shell(self, config: Config) -> LaunchShell:
+        # nsysgen-env.sh runs in the user's shell: its names are prefixed (own.py).
+        return OWN_SHELL if own_script(config) else SHELL
+
+    def recorded(self, config: Config, facts: Facts) -> RecordedTasks:
+        return recorded(config, facts)
+
+    def in_container(self, config: Config) -> bool:
+        return in_container(config)
+
+    def opens_window(self, config: Config) -> bool:
+        return False  # nsys opens and closes it, as capture.* says
+
+    def owned_switches(self, config: Config) -> tuple[str, ...]:
+        return ()  # srun runs the nsys command nsysgen writes, whole
+
+    def checks(self, config: Config, env: JobEnv) -> Iterator[Issue]:
+        return iter(())
+
+    def artifacts(self, config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
+        return artifacts(config, plan)
+
+    def inputs(self, config: Config) -> Mapping[str, str]:
+        return {}  # a user's own job script is never read
+
+    def prerequisites(self, config: Config) -> tuple[tuple[str, str, str], ...]:
+        return ()  # install-nsight.sh installs what the job needs; the README says the rest
+
+    def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
+        if not own_script(config):
+            return ()
+        return (
+            "your job script: source the setup's environment, then start the program through",
+            "nsys-exec in its srun line (as this folder's README says):",
+            *(f"  {line}" for line in own_script_change(config, plan, folder)),
+        )
+
+
+TARGET = Slurm()

@@ -1,0 +1,86 @@
+"""How steps are numbered where the loop's index does not number them: an index that restarts
+whenever an epoch function runs, a micro-batch index (nsysgen/patching/numbering.py)."""
+
+from __future__ import annotations
+
+from nsysgen.patching import step_loop as f
+from nsysgen.patching.patch import analyse
+from tests.patching.test_find_shapes import marked, numbering, script
+
+# 1. An index that restarts on every call of an epoch function --------------------------------
+
+EPOCH_FUNCTION = script("""
+    import itertools
+
+
+    def train_one_epoch(model, optimizer, data_iter, epoch, step):
+        for i in itertools.count():  # step loop
+            batch = next(data_iter, None)
+            if batch is None:
+                break
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            if i % 100 == 0:
+                print(f"epoch {epoch} step {step + i}")
+        return step + i
+""")
+
+
+def test_an_index_that_restarts_every_call_is_no_step_number() -> None:
+    # The function is given the caller's running count: its own index starts at 0 every epoch.
+    silent = EPOCH_FUNCTION.replace("        if i % 100 == 0:\n", "").replace(
+        '            print(f"epoch {epoch} step {step + i}")\n', ""
+    )
+    found = analyse(silent)
+    assert numbering(found) == (
+        marked(silent),
+        None,
+        None,
+        "train_one_epoch",
+        f"{f.OPTIMIZER_COUNT} (the loop's index restarts whenever train_one_epoch runs)",
+    )
+
+
+def test_the_number_it_logs_with_the_callers_count_numbers_steps() -> None:
+    found = analyse(EPOCH_FUNCTION)
+    line = marked(EPOCH_FUNCTION)
+    assert numbering(found) == (line, "step + i", "step + i", "train_one_epoch", f.LOGGED)
+
+
+def test_a_start_offset_is_no_running_count() -> None:
+    # `start_step` says where the run starts: the function runs once, its index numbers steps.
+    source = EPOCH_FUNCTION.replace("epoch, step)", "epoch_count, start_step)")
+    source = source.replace("train_one_epoch", "train").replace("{step + i}", "{i}")
+    source = source.replace("{epoch}", "{epoch_count}")
+    assert numbering(analyse(source))[1:] == ("i", "i", "train", f.LOOP_VARIABLE)
+
+
+# 2. A micro-batch index, the step logged as index // accumulation ----------------------------
+
+MICRO_BATCHES = script("""
+    import torch
+
+    model = torch.nn.Linear(4, 4)
+    optimizer = torch.optim.AdamW(model.parameters())
+    accum_freq, batches = 3, 12
+    for epoch in range(2):
+        for i, batch in enumerate(range(batches)):  # step loop
+            i_accum = i // accum_freq
+            step = (batches // accum_freq) * epoch + i_accum
+            loss = model(batch) / accum_freq
+            loss.backward()
+            if (i + 1) % accum_freq != 0:
+                continue
+            optimizer.step()
+            optimizer.zero_grad()
+            print("@@ log", step)
+            writer.add_scalar("train/loss", loss.item(), step)
+""")
+
+
+def test_a_step_computed_from_a_micro_batch_index_numbers_steps() -> None:
+    found = analyse(MICRO_BATCHES)
+    assert numbering(found) == (marked(MICRO_BATCHES), None, "step", "<module>", f.LOGGED)
+    assert found.accumulation == f.CONTINUE
