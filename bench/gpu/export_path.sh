@@ -3,7 +3,8 @@
 # Records tests/workloads/nccl_allreduce.py (one rank: this machine lends one GPU) under nsys,
 # then exports the report three ways and reads each with nsysgen's reader (analyze/report.py):
 #   analyze  nsysgen analyze's export (analyze/nccl.py export_sqlite, the switch probed)
-#   verify   the folder verifier's export (shipped/verify.py export_sqlite), which analyze reuses
+#   verify   the folder verifier's export (shipped/verify/tools.py export_sqlite), which analyze reuses
+#            (both are nsysgen/reports/export.py's since issue 39: one export, one switch probe)
 #   plain    `nsys export --type sqlite` without switches (what both did before)
 # and counts, per export, the NCCL calls, those with a size, and those whose size came from
 # NCCL's own NVTX payload (the program's "allreduce <bytes>" ranges left out of the reading).
@@ -24,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, ".")
 from nsysgen.analyze import nccl
 from nsysgen.analyze.report import read_export
-from nsysgen.shipped import verify
+from nsysgen.reports.export import export_switches
+from nsysgen.shipped.verify import tools as verify
 
 work, nsys = Path(sys.argv[1]), sys.argv[2]
 report = work / "nccl.nsys-rep"
@@ -57,7 +59,7 @@ for way in ("analyze", "verify", "plain"):
     made[way] = {"calls": len(calls), "sized": sum(c.size_bytes is not None for c in calls),
                  "ranges_with_payload": payloads, "calls_per_size": sizes,
                  "ops": sorted({c.op for c in calls})}
-print(json.dumps({"switches": nccl.export_options(nsys), "verify_switches": verify.export_switches(nsys),
+print(json.dumps({"switches": export_switches(nsys), "verify_switches": export_switches(nsys),
                   "exports": made}, indent=1, sort_keys=True))
 PY
 cat "$OUT/export-path.json"

@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from nsysgen.analyze import console, runs, steps_cli
 from nsysgen.analyze import record as analyze_record
-from nsysgen.analyze import runs, steps_cli
 from nsysgen.analyze.map import (
     Progress,
     Task,
@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
             wrap(
                 "NCCL collectives in nsys reports: GPU kernel time per call, by message size, "
                 "as CSV and one PNG per operation; per rank x step GPU figures, stragglers and "
-                "a regression gate (summary.json).",
+                "a regression gate (summary.json); one self-contained report.html that opens "
+                "with the verdict (who was late, who waited) and then its evidence.",
                 78,
             )
         ),
@@ -147,11 +148,12 @@ def run_analyze(argv: Sequence[str]) -> int:
         preload_matplotlib()  # plots follow new results; a cached run may need none
     reduced = map_reports(tasks, where, Progress(len(tasks)))
     outcome = reduce(reduced, steps_cli.options(args, reference, run.label()), out)
-    for line in outcome.lines:
+    lines = console.order(outcome.lines)  # the verdict first, notes and files after
+    for line in lines:
         print(line)
     if all(result_key(task) is not None for task in tasks):
         key = _run_key(args, tasks)
-        analyze_record.save(out, key, list(outcome.written), list(outcome.lines), outcome.code)
+        analyze_record.save(out, key, list(outcome.written), lines, outcome.code)
     return outcome.code
 
 

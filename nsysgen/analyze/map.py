@@ -45,6 +45,7 @@ from nsysgen.analyze.nccl import (
 )
 from nsysgen.analyze.report import Reduced, read_export, refuse_incomplete
 from nsysgen.analyze.steps import Collective, RankTables, StepRow
+from nsysgen.reports.export import is_current
 
 _CHUNK = 1 << 20
 
@@ -88,7 +89,8 @@ def cache_state(report: Path, export: Path | None, key: dict[str, Any] | None = 
         except (OSError, ValueError):
             return "stale"
         return "valid" if saved == (key or report_key(report)) else "stale"
-    return "valid" if export.stat().st_mtime >= report.stat().st_mtime else "stale"
+    # No key: made by hand, by the verifier or an older nsysgen; current by the shared rule.
+    return "valid" if is_current(report, export) else "stale"
 
 
 def reduced_file(source: Path) -> Path:
@@ -97,7 +99,7 @@ def reduced_file(source: Path) -> Path:
 
 
 # The modules whose code makes a task's result: a change to any of them redoes every result.
-_REDUCERS = ("report.py", "nccl.py", "steps.py", "map.py")
+_REDUCERS = ("report.py", "nccl.py", "steps.py", "steps_read.py", "intervals.py", "map.py")
 
 
 @functools.cache

@@ -11,15 +11,11 @@ name ends in the byte count (e.g. "allreduce 1048576").
 from __future__ import annotations
 
 import csv
-import functools
-import os
 import re
 import shlex
-import shutil
 import sqlite3
 import statistics
 import struct
-import subprocess
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import groupby
@@ -28,6 +24,8 @@ from pathlib import Path
 
 from nsysgen.analyze.steps import COMM_NAME, STEP_NAME
 from nsysgen.errors import NsysgenError
+from nsysgen.reports.export import NoNsys, export_path, is_current, make_export
+from nsysgen.reports.export import find_nsys as nsys_to_use
 
 # A message size written at the end of a range named for a collective ("allreduce 1048576"),
 # the way hand-annotated benchmarks name them. Other names ending in a number ("step 17",
@@ -54,65 +52,31 @@ class NcclCall:
 
 
 def export_sqlite(report: Path, nsys: str, force: bool = False) -> Path:
-    """The report's SQLite export, made with nsys unless an up-to-date one exists (or `force`).
-
-    nsys writes a temporary name that is renamed into place: a reader (another worker, a run
-    that was killed) never sees half an export.
-    """
-    target = report.with_suffix(".sqlite")
-    if not force and target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
+    """The report's SQLite export, made with nsys unless an up-to-date one exists (or `force`):
+    nsysgen/reports/export.py's, the one the shipped verifier makes too (the same switches,
+    and renamed into place once whole)."""
+    target = export_path(report)
+    if not force and is_current(report, target):
         return target
-    partial = report.with_name(f".{report.stem}.{os.getpid()}.partial.sqlite")
-    proc = subprocess.run(
-        [
-            nsys,
-            "export",
-            "--type",
-            "sqlite",
-            "--force-overwrite",
-            "true",
-            *export_options(nsys),
-            "--output",
-            str(partial),
-            str(report),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        raise AnalyzeError(f"nsys export failed for {report}: {proc.stderr.strip()[-400:]}")
-    partial.replace(target)
-    return target
-
-
-@functools.cache
-def export_options(nsys: str) -> tuple[str, ...]:
-    """The export switches analyze needs, where this nsys's export has them: `--include-blobs
-    true` (2025.x) exports NCCL's NVTX payloads, which hold the message sizes; `--include-json
-    true` (2025.6.1+) the composite tables of advanced NCCL tracing (NCCL_GPU_OPERATIONS, with
-    each collective's operationId). nsys 2023.4.4 has neither, and refuses a switch it does
-    not know. The verifier (nsysgen/shipped/verify.py, which runs without nsysgen) asks for
-    the same, so analyze can reuse its export."""
-    proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, check=False)
-    text = proc.stdout + proc.stderr
-    return tuple(
-        part
-        for switch in ("--include-blobs", "--include-json")
-        if switch in text
-        for part in (switch, "true")
-    )
+    made, said = make_export(nsys, report)
+    if made is None:
+        raise AnalyzeError(f"nsys export failed for {report}: {said}")
+    return made
 
 
 def find_nsys(explicit: str | None) -> str:
-    candidate = explicit or os.environ.get("NSYS") or shutil.which("nsys")
-    if not candidate or not Path(candidate).exists():
+    try:
+        found = nsys_to_use(explicit)
+    except NoNsys as error:
+        found, why = None, f"{error}; "
+    else:
+        why = ""
+    if not found:
         raise AnalyzeError(
-            "no nsys to export .nsys-rep reports with (allowed: --nsys PATH, the "
+            f"no nsys to export .nsys-rep reports with ({why}allowed: --nsys PATH, the "
             "NSYS variable, nsys on PATH, or .sqlite exports)"
         )
-    return candidate
+    return found
 
 
 def calls_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[NcclCall]:

@@ -55,7 +55,7 @@ class Plots:
     """
 
     FILE = ".nsysgen-plots.json"
-    _CODE = ("plot.py", "steps_plot.py")
+    _CODE = ("plot.py", "steps_plot.py", "views.py")
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -109,10 +109,10 @@ def preload() -> None:
     """Import pyplot in the background while the reports are exported (about a second, and
     more on slow cores, that would otherwise come after the last report is read): the map
     waits on nsys most of the time, leaving this thread the interpreter."""
-    threading.Thread(target=_pyplot, name="nsysgen-preload-matplotlib", daemon=True).start()
+    threading.Thread(target=pyplot, name="nsysgen-preload-matplotlib", daemon=True).start()
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -131,7 +131,7 @@ def new_figure(
 ) -> tuple[Any, list[Any]]:
     """A figure on a constrained layout (titles, colour bars and outside legends get their room;
     nothing is clipped), titled, with what it shows (job, run, report count) under the title."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axes = plt.subplots(
         rows, columns, figsize=size, squeeze=False, sharex=sharex, layout="constrained"
     )
@@ -142,7 +142,7 @@ def new_figure(
 def save(build: Callable[[], Any], target: Path) -> Path:
     figure = build()
     figure.savefig(target, dpi=110)
-    _pyplot().close(figure)
+    pyplot().close(figure)
     return target
 
 

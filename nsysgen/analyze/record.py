@@ -11,15 +11,32 @@ lines and the exit code if every recorded file is still there, byte for byte; an
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from nsysgen.analyze.map import code_digest
+from nsysgen import __version__
 
 RECORD = ".nsysgen-run.json"
+
+
+@functools.cache
+def analysis_digest() -> str:
+    """The source of every module a whole run's outputs come from (the per-report reduction,
+    summary, verdict, pictures, the HTML report): a change to any of them runs the analysis
+    again instead of replaying an older one's lines and files."""
+    digest = hashlib.sha256()
+    package = Path(__file__).parent
+    try:
+        for folder in (package, package.parent / "reports"):
+            for module in sorted(folder.glob("*.py")):
+                digest.update(module.name.encode() + b"\0" + module.read_bytes())
+    except OSError:  # installed without its sources: the version stands in for them
+        return f"nsysgen {__version__}"
+    return digest.hexdigest()
 
 
 def _file_digest(path: Path) -> str:
@@ -40,7 +57,7 @@ def _input_digest(path: Path | None) -> str | None:
 def run_key(result_keys: list[Any], options: dict[str, Any], inputs: list[Path | None]) -> str:
     """What a run's outputs depend on, as one digest."""
     text = json.dumps(
-        [code_digest(), result_keys, options, [_input_digest(p) for p in inputs]],
+        [analysis_digest(), result_keys, options, [_input_digest(p) for p in inputs]],
         sort_keys=True,
         default=str,
     )

@@ -10,14 +10,17 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from nsysgen.analyze import html_report
+from nsysgen.analyze.fabric import Fabric
 from nsysgen.analyze.nccl import human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
-from nsysgen.analyze.regress import compare, load
+from nsysgen.analyze.regress import compare, comparison, load
 from nsysgen.analyze.report import Reduced
 from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.steps_plot import draw_all
 from nsysgen.analyze.stragglers import Thresholds, find, measure
-from nsysgen.analyze.summary import build, write
+from nsysgen.analyze.summary import Summary, build
+from nsysgen.analyze.summary_files import write
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
 
 
@@ -34,6 +37,7 @@ class Options:
     # nccl-tests' own figures per size: (bytes, time in us, bus bandwidth in GB/s or None).
     reference: tuple[tuple[int, float, float | None], ...] = ()
     label: str = ""  # what the figures and summary.json show: job, run and report count
+    fabric: Fabric | None = None  # the cluster's links (--cluster, or the run's contract)
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,22 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     given = options.world_size is not None
     steps_summary = build(
         ranks, lateness, stragglers, calls, thresholds, world, names, given, options.label,
-        options.reference,
+        options.reference, options.fabric,
     )  # fmt: skip
+    compared, code = _compare(steps_summary, options)
+    lines.append(f"verdict: {steps_summary['verdict']['text']}")
+    lines += [
+        f"flagged: {row['op']} {row['size']}: {row['flag']}"
+        for row in steps_summary["nccl_by_size"]
+        if row["flag"]
+    ]
+    rows = steps_summary["nccl_by_size"]
+    corrected = sum(row["calls"] - row["calls_not_corrected"] for row in rows)
+    if corrected:
+        lines.append(
+            f"bandwidth from transfer time: the wait for the last peer taken out of {corrected} "
+            f"of {sum(row['calls'] for row in rows)} sized NCCL call(s) (nccl_bandwidth.csv)"
+        )
     lines += [f"limit: {text}" for text in steps_summary["limits"]]
     written += write(steps_summary, out)
     drawn, skipped = draw_all(steps_summary, calls, out, plots)
@@ -108,23 +126,33 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
         )
     if stepped and not stragglers:
         lines.append("stragglers: none above the threshold")
-    code = EXIT_OK
-    if options.baseline is not None:
-        changes = compare(
-            load(options.baseline),
-            steps_summary,
-            options.regression_threshold / 100,
-            options.regression_min_ms,
-        )
-        regressed = [c for c in changes if c.regressed]
-        lines.append(
-            f"baseline {options.baseline}: {len(changes)} figure(s) compared, {len(regressed)} "
-            f"regressed beyond {options.regression_threshold:g} %"
-        )
-        lines += [change.line() for change in changes if change.regressed]
-        if not changes:
-            lines.append("warning: nothing in common with the baseline to compare")
-        code = EXIT_DRIFT if regressed else EXIT_OK
+    lines += compared
     plots.save()
+    written.append(html_report.write(steps_summary, options, lines, written, out))
     lines += [f"wrote {path}" for path in written]
     return Outcome(tuple(lines), tuple(written), code)
+
+
+def _compare(summary: Summary, options: Options) -> tuple[list[str], int]:
+    """The --baseline comparison (into the summary's "baseline"), its lines and exit code."""
+    if options.baseline is None:
+        return [], EXIT_OK
+    changes = compare(
+        load(options.baseline),
+        summary,
+        options.regression_threshold / 100,
+        options.regression_min_ms,
+    )
+    found = comparison(changes, summary, options.baseline, options.regression_threshold)
+    summary["baseline"] = dict(found)
+    regressed = [c for c in changes if c.regressed]
+    lines = [
+        f"regression: {found['text']}",
+        f"baseline {options.baseline}: {len(changes)} figure(s) compared, {len(regressed)} "
+        f"regressed beyond {options.regression_threshold:g} %",
+    ]
+    # The regressed figures, and those that grew only by waiting for a late peer.
+    lines += [change.line() for change in changes if change.regressed or change.note]
+    if not changes:
+        lines.append("warning: nothing in common with the baseline to compare")
+    return lines, EXIT_DRIFT if regressed else EXIT_OK

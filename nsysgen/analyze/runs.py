@@ -1,24 +1,19 @@
 """Which run `nsysgen analyze` reads: reports of different runs never make one world.
 
-A Slurm setup keeps each run's reports in its own folder, job<ID>/ in the report folder; a
-report's name holds its job id too (`<job>_job<ID>_...`). Given the report folder, analyze reads
-the newest run (or --job-id's) and says which; given a folder whose reports come from several
-jobs (copied together), the same; reports without a job id beside others that have one are
-refused: which run they belong to cannot be told.
+The choice is nsysgen/reports/runs.py's, the one the shipped verifier makes too (a folder's own
+reports, else its newest run folder job<ID>/ or run-<created>/, else --job-id's; in the folder
+read, one job's reports). What analyze adds: it names what it left out in its own words, and it
+refuses reports without a job id beside others that have one, whose run cannot be told (the
+verifier, which knows the setup's report names, reports those as unexpected files instead).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsysgen.analyze.nccl import AnalyzeError, report_sources
-
-RUN_FOLDER = re.compile(r"job([0-9]+)")
-# EKS: fetch-reports.sh's folder of one run, named after the job's creation time.
-FETCHED_RUN = re.compile(r"run-[0-9]{8}T[0-9]{6}Z")
-JOB_IN_NAME = re.compile(r"^(?P<job>.+?)_job(?P<id>[0-9]+)(?:_|$)")
+from nsysgen.analyze.nccl import AnalyzeError
+from nsysgen.reports.runs import JOB_IN_NAME, RunChoice, RunError, choose_run, job_of, report_stem
 
 
 @dataclass(frozen=True)
@@ -39,57 +34,30 @@ class Run:
         return f"{job}{run}, {self.reports} report(s)"
 
 
-def _name_of(source: tuple[Path | None, Path | None]) -> str:
-    report, export = source
-    path = report or export
-    assert path is not None
-    return path.name.split(".")[0]
-
-
-def _jobs_of(path: Path) -> dict[str | None, list[str]]:
-    """Report stems by the job id in their names (None: no job id)."""
-    by_job: dict[str | None, list[str]] = {}
-    for source in report_sources(path):
-        stem = _name_of(source)
-        match = JOB_IN_NAME.match(stem)
-        by_job.setdefault(match.group("id") if match else None, []).append(stem)
-    return by_job
-
-
-def _job_name(stems: list[str]) -> str | None:
+def _job_name(stems: tuple[str, ...] | list[str]) -> str | None:
     names = {m.group("job") for m in map(JOB_IN_NAME.match, stems) if m}
     return names.pop() if len(names) == 1 else None
 
 
-def _run_folder(path: Path, job_id: str | None, notes: list[str]) -> Path:
-    """In a report folder of runs (Slurm's job<ID>/, EKS's fetched run-<created>/): the run to
-    read, the newest unless --job-id; `notes` says which and what was left out."""
-    runs = {
-        m.group(1): p for p in path.iterdir() if (m := RUN_FOLDER.fullmatch(p.name)) and p.is_dir()
-    }
-    fetched = sorted(p for p in path.iterdir() if FETCHED_RUN.fullmatch(p.name) and p.is_dir())
-    if fetched and not runs and job_id is None:
-        if len(fetched) > 1:
-            others = ", ".join(p.name for p in fetched[:-1])
-            notes.append(
-                f"{len(fetched)} runs in {path}: analysing {fetched[-1].name} (the newest); "
-                f"not read: {others} (pass one run's folder for another)"
-            )
-        return fetched[-1]
-    if not runs:
-        return path
-    if job_id is not None and job_id not in runs:
-        listed = ", ".join(f"job{k}" for k in sorted(runs, key=int))
-        raise AnalyzeError(f"--job-id {job_id}: no run of it in {path} (runs: {listed})")
-    chosen = job_id or max(runs, key=int)
-    if len(runs) > 1:
-        others = ", ".join(f"job{k}" for k in sorted(runs, key=int) if k != chosen)
-        which = "the newest" if job_id is None else "--job-id's"
-        notes.append(
-            f"{len(runs)} runs in {path}: analysing job{chosen} ({which}); not read: "
-            f"{others} (--job-id ID for another)"
+def _runs_note(path: Path, choice: RunChoice, job_id: str | None, loose: bool) -> str:
+    """What was read of a report folder's runs, and which were not."""
+    if choice.fetched:
+        names = sorted(choice.others)
+        return (
+            f"{len(names) + 1} runs in {path}: analysing {choice.folder.name} (the newest); "
+            f"not read: {', '.join(names)} (pass one run's folder for another)"
         )
-    return runs[chosen]
+    listed = ", ".join(f"job{k}" for k in sorted(choice.others, key=int))
+    if loose:  # the folder's own reports, and run folders beside them
+        return (
+            f"{path} holds reports and run folders: analysing its reports; not read: {listed} "
+            "(pass a run's folder for one)"
+        )
+    which = "the newest" if job_id is None else "--job-id's"
+    return (
+        f"{len(choice.others) + 1} runs in {path}: analysing job{choice.job_id} ({which}); "
+        f"not read: {listed} (--job-id ID for another)"
+    )
 
 
 def select(path: Path, job_id: str | None) -> Run:
@@ -97,33 +65,37 @@ def select(path: Path, job_id: str | None) -> Run:
         raise AnalyzeError(f"--job-id {job_id}: not a Slurm job id (allowed: digits)")
     if not path.exists():
         raise AnalyzeError(f"{path}: no such file or folder")
+    if not path.is_dir():  # one report or export, read as given
+        stem = report_stem(path) or path.name.split(".")[0]
+        return Run(path, job_of(stem), _job_name([stem]), 1)
+    try:
+        choice = choose_run(path, job_id)
+    except RunError as error:
+        raise AnalyzeError(str(error)) from None
     notes: list[str] = []
-    if path.is_dir() and not any(path.glob("*.nsys-rep")) and not any(path.glob("*.sqlite")):
-        path = _run_folder(path, job_id, notes)
-    by_job = _jobs_of(path) if path.is_dir() else {}
-    if len(by_job) > 1 or (job_id is not None and by_job and job_id not in by_job):
-        if None in by_job:
-            raise AnalyzeError(
-                f"{path}: reports of several runs, some without a job id in their names "
-                f"({', '.join(sorted(by_job[None])[:3])}): move each run's reports into a "
-                "folder of its own"
-            )
-        ids = sorted((k for k in by_job if k is not None), key=int)
-        if job_id is not None and job_id not in by_job:
-            raise AnalyzeError(
-                f"--job-id {job_id}: no report of it in {path} (jobs: {', '.join(ids)})"
-            )
-        chosen = job_id or ids[-1]
+    if choice.others:
+        notes.append(_runs_note(path, choice, job_id, loose=choice.folder == path))
+    if choice.unknown:
+        raise AnalyzeError(
+            f"{choice.folder}: reports of several runs, some without a job id in their names "
+            f"({', '.join(sorted(choice.unknown)[:3])}): move each run's reports into a "
+            "folder of its own"
+        )
+    only = None
+    if choice.other_jobs:
+        ids = sorted([*choice.other_jobs, str(choice.job_id)], key=int)
         notes.append(
-            f"reports of {len(ids)} jobs in {path}: analysing job {chosen}'s "
-            f"({len(by_job[chosen])}); not read: "
-            + ", ".join(f"job {k} ({len(by_job[k])})" for k in ids if k != chosen)
+            f"reports of {len(ids)} jobs in {choice.folder}: analysing job {choice.job_id}'s "
+            f"({len(choice.stems)}); not read: "
+            + ", ".join(f"job {k} ({len(choice.other_jobs[k])})" for k in ids if k != choice.job_id)
             + " (--job-id ID for another)"
         )
-        stems = by_job[chosen]
-        return Run(path, chosen, _job_name(stems), len(stems), tuple(notes), only=chosen)
-    stems = [s for group in by_job.values() for s in group] or [path.name.split(".")[0]]
-    ids = [k for k in by_job if k is not None]
-    own = RUN_FOLDER.fullmatch(path.name) if path.is_dir() else None
-    found = ids[0] if len(ids) == 1 else (own.group(1) if own else None)
-    return Run(path, found, _job_name(stems), len(stems), tuple(notes))
+        only = choice.job_id
+    return Run(
+        choice.folder,
+        choice.job_id,
+        _job_name(choice.stems),
+        len(choice.stems),
+        tuple(notes),
+        only=only,
+    )

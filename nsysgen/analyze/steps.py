@@ -2,22 +2,38 @@
 
 `tables_in(db, tables, report)` is a pure function of one open SQLite export: it returns compact
 per-process tables (one `RankTables` per recorded process) and nothing else, so it can be mapped
-over many reports (one per node, or per rank) and the results combined afterwards.
+over many reports (one per node, or per rank) and the results combined afterwards. What it
+reads of the export is nsysgen/analyze/steps_read.py's.
 
 How a step is seen on the GPU: a step is an NVTX range "step N" on a CPU thread (nsysgen's
 training-loop patch pushes exactly that name; "iteration N" and "train_step N" are accepted for
 other loops). Kernels run later than the CPU range that launched them, so each CUDA API call
 made inside the range (on any thread of the process: backward and DDP's reducer launch from
-autograd threads) is followed to its GPU work through the CUDA correlation id. The step's GPU
-time is first start to last end of that work (what nsys's nvtx_gpu_proj_sum calls the projected
-range). Inside it:
+autograd threads) is followed to its GPU work through the CUDA correlation id. CUDA graph
+launches are GPU work too (steps_read.py says how graphs are read).
 
-- compute: non-NCCL kernels; nccl: kernels whose name starts with "nccl";
-- exposed comm: time an NCCL kernel runs while no compute kernel of the step runs;
-- other: memcpy/memset time not under a kernel;
-- idle: the step's GPU time with nothing of the step running.
+- gpu_ms: first start to last end of that work (what nsys's nvtx_gpu_proj_sum calls the
+  projected range);
+- step_ms: the step on the GPU's timeline: from when the CPU entered the step, or when the GPU
+  finished the previous step if that was later, to the end of the step's GPU work. A rank whose
+  CPU is late inside its own step (a slow data loader, a sleep, Python overhead) shows it here,
+  as a host gap, instead of looking faster than the ranks that waited for it.
 
-compute_busy + exposed_comm + other + idle = step time, so they stack in one bar.
+Inside step_ms, each instant counted once, in this order:
+
+- compute_busy: compute kernels (and graph launches) running; compute_ms/nccl_ms are the sums
+  of kernel durations;
+- exposed comm: an NCCL kernel running and no compute (the reduce step splits it into waiting
+  for the last peer and transfer, nsysgen/analyze/waiting.py);
+- other: a memcpy/memset running and no kernel;
+- cpu comm: nothing running on the GPU while the CPU is inside a collective's NVTX range (a
+  process without NCCL kernels: gloo's all-reduce blocks the CPU, the GPU waits with it);
+- host gap: nothing running while the work that ends the gap was not yet handed to the GPU
+  (its CUDA API call had not returned): the GPU waited for the CPU to launch;
+- idle: nothing running although the next work was already launched (a dependency, a
+  synchronisation, launch latency).
+
+compute_busy + exposed_comm + other + cpu_comm + host_gap + idle = step time.
 
 CPU-only reports (no CUDA work in a step) fall back to the NVTX range itself: the step time is
 the CPU range's duration, and communication is the union of the NVTX ranges inside the step
@@ -27,22 +43,28 @@ barrier); NCCL's own NVTX domain is left out there, since its ranges only enqueu
 
 from __future__ import annotations
 
-import bisect
-import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import groupby
-from operator import itemgetter
 
-STEP_NAME = re.compile(r"^\s*(?:step|iteration|iter|train[_ ]step)[ _:#=]*(\d+)\s*$", re.I)
-COMM_NAME = re.compile(
-    r"(?i)(all[_ -]?reduce|all[_ -]?gather|reduce[_ -]?scatter|all[_ -]?to[_ -]?all|broadcast|"
-    r"barrier)"
+from nsysgen.analyze import intervals as iv
+from nsysgen.analyze import steps_read as read
+from nsysgen.analyze.steps_read import (
+    COMM_NAME,
+    COMPUTE,
+    GRAPH,
+    NCCL,
+    RANK_IN_NAME,
+    STEP_NAME,
+    GpuOp,
+    Operation,
 )
-RANK_IN_NAME = re.compile(r"(?:^|[_.-])rank(\d+)(?:[_.-]|$)")
+
+__all__ = ["COMM_NAME", "NS_PER_MS", "STEP_NAME", "Collective", "RankTables", "StepRow"]
+
 NS_PER_MS = 1_000_000
+_PIECES = 8  # exposed pieces kept per collective: the wait is at a kernel's head
 
 
 @dataclass(frozen=True)
@@ -53,13 +75,17 @@ class StepRow:
     source: str  # "gpu": projected onto the GPU; "cpu": the NVTX range itself
     cpu_ms: float  # the CPU range's own duration
     step_ms: float
-    compute_ms: float | None  # sum of compute kernel durations
+    compute_ms: float | None  # sum of compute kernel (and graph launch) durations
     nccl_ms: float | None  # sum of NCCL kernel durations
     compute_busy_ms: float | None  # union of compute kernels
     exposed_comm_ms: float  # NCCL not under compute (GPU); comm ranges (CPU)
     other_ms: float | None
     idle_ms: float | None
     kernels: int
+    gpu_ms: float | None = None  # nsys's projected range: first start to last end
+    host_gap_ms: float | None = None
+    cpu_comm_ms: float = 0.0  # GPU idle inside a collective's CPU range (no NCCL)
+    graph_launches: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,6 +99,12 @@ class Collective:
     # The collective's operationId under nsys's advanced NCCL tracing (the same on every rank
     # of the communicator); None without it.
     operation: int | None = None
+    # Its time not under compute, as offsets from its start [a0, b0, a1, b1, ...] (at most
+    # _PIECES pairs, the rest folded into the last): how much of a wait at its head is exposed.
+    exposed: list[int] = field(default_factory=list)
+    # Its start on the rank's clock (the NCCL kernel's, or the CPU range's): with the report and
+    # the duration it names the NCCL call (nccl.NcclCall) whose wait the bandwidth takes out.
+    start_ns: int | None = None
 
 
 @dataclass
@@ -89,194 +121,9 @@ class RankTables:
     nccl_ms_total: float = 0.0
     kernels_total: int = 0
     nccl_kernels_total: int = 0
-
-
-def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    last_end = None
-    for start, end in sorted(intervals):
-        if last_end is not None and start <= last_end:
-            if end > last_end:
-                merged[-1] = (merged[-1][0], end)
-                last_end = end
-        else:
-            merged.append((start, end))
-            last_end = end
-    return merged
-
-
-def _length(merged: list[tuple[int, int]]) -> int:
-    total = 0
-    for start, end in merged:
-        total += end - start
-    return total
-
-
-def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
-    """Length of the intersection of two merged interval lists."""
-    total, i, j = 0, 0, 0
-    while i < len(a) and j < len(b):
-        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if high > low:
-            total += high - low
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-# One piece of GPU work, as a plain tuple (a report holds millions; tuples cost a third of a
-# dataclass to make): (start of the CUDA API call that launched it, start, end, kind, name).
-_GpuOp = tuple[int, int, int, int, str]
-_COMPUTE, _NCCL, _COPY = 0, 1, 2
-
-
-def _nccl_names(db: sqlite3.Connection) -> dict[int, str]:
-    """String ids of NCCL kernel names (case-sensitive "nccl" prefix, as NCCL names them)."""
-    return dict(db.execute("SELECT id, value FROM StringIds WHERE value GLOB 'nccl*'"))
-
-
-_NCCL_IDS = "(SELECT id, value FROM StringIds WHERE value GLOB 'nccl*')"
-
-
-def _read_ops(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_GpuOp]]:
-    """GPU work per process, each with the start of the CUDA API call that launched it, in
-    launch order. The rows come out of SQLite as they are kept (tuples made in C, sorted
-    there): a report holds millions."""
-    ops: dict[int, list[_GpuOp]] = {}
-    if not {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
-        return ops
-    # Kernels, copies and memsets first, then one join to the API calls that launched them
-    # (one lookup structure over the API table, not one per kind of work).
-    work = [
-        f"SELECT k.globalPid >> 24 AS pid, k.correlationId AS id, k.start AS start, k.end AS end, "
-        f"CASE WHEN n.id IS NULL THEN {_COMPUTE} ELSE {_NCCL} END AS kind, "
-        "COALESCE(n.value, '') AS name "
-        f"FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN {_NCCL_IDS} n ON k.shortName = n.id"
-    ]
-    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
-        if table in tables:
-            work.append(
-                f"SELECT globalPid >> 24, correlationId, start, end, {_COPY}, '{table}' "
-                f"FROM {table}"
-            )
-    query = (
-        "SELECT w.pid, r.start, w.start, w.end, w.kind, w.name FROM "
-        f"({' UNION ALL '.join(work)}) w JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
-        "ON r.correlationId = w.id AND (r.globalTid >> 24) = w.pid"
-    )
-    # Sorted here, not in SQL: launches come out almost in order, which Python's sort takes
-    # in one pass.
-    rows = db.execute(query).fetchall()
-    rows.sort(key=itemgetter(0, 1))
-    for pid, group in groupby(rows, key=itemgetter(0)):
-        ops[pid] = [row[1:] for row in group]
-    return ops
-
-
-def _kernel_totals(
-    db: sqlite3.Connection, tables: set[str]
-) -> dict[int, tuple[int, int, int, int]]:
-    """pid -> (kernel ns, kernels, NCCL kernel ns, NCCL kernels), every kernel counted (in
-    SQL: one pass over the kernel table, no row reaches Python)."""
-    if not {"CUPTI_ACTIVITY_KIND_KERNEL", "StringIds"} <= tables:
-        return {}
-    return {
-        pid: (int(ns or 0), int(count), int(nccl_ns or 0), int(nccl_count or 0))
-        for pid, ns, count, nccl_ns, nccl_count in db.execute(
-            "SELECT k.globalPid >> 24, SUM(k.end - k.start), COUNT(*), "
-            "SUM(CASE WHEN n.id IS NULL THEN 0 ELSE k.end - k.start END), COUNT(n.id) "
-            "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN "
-            "(SELECT id FROM StringIds WHERE value GLOB 'nccl*') n ON k.shortName = n.id "
-            "GROUP BY 1"
-        )
-    }
-
-
-def _devices(db: sqlite3.Connection, tables: set[str]) -> dict[int, int]:
-    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
-        return {}
-    return {
-        pid: device
-        for pid, device in db.execute(
-            "SELECT globalPid >> 24, MIN(deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1"
-        )
-    }
-
-
-def _ranges(
-    db: sqlite3.Connection, tables: set[str]
-) -> tuple[dict[int, list[tuple[int, int, int]]], dict[int, list[tuple[int, int, str]]]]:
-    """pid -> step ranges (start, end, step), and pid -> collective-named ranges."""
-    steps: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    comm: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
-    if "NVTX_EVENTS" not in tables:
-        return steps, comm
-    join = "LEFT JOIN StringIds s ON e.textId = s.id" if "StringIds" in tables else ""
-    text = "COALESCE(e.text, s.value)" if join else "e.text"
-    nccl_domains = {
-        domain
-        for domain, name in db.execute(
-            f"SELECT e.domainId, {text} FROM NVTX_EVENTS e {join} WHERE e.eventType = 75"
-        )
-        if name == "NCCL"
-    }
-    for start, end, tid, name, domain in db.execute(
-        f"SELECT e.start, e.end, e.globalTid, {text}, e.domainId FROM NVTX_EVENTS e {join} "
-        "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL"
-    ):
-        name = name or ""
-        pid = (tid or 0) >> 24
-        match = STEP_NAME.match(name)
-        if match:
-            steps[pid].append((start, end, int(match.group(1))))
-        elif domain not in nccl_domains and COMM_NAME.search(name):
-            comm[pid].append((start, end, name))
-    for values in steps.values():
-        values.sort()
-    return steps, comm
-
-
-# Advanced NCCL tracing's composite tables (nsys 2025.6.1+, exported with --include-json true),
-# collectives only first. Their columns as NVIDIA's user guide names them; no such export was
-# seen here (no nsys 2025.6+ runs on these machines): a table without these columns is ignored.
-_OPERATION_TABLES = ("NCCL_GPU_OPERATIONS_COLLECTIVE", "NCCL_GPU_OPERATIONS")
-_OPERATION_COLUMNS = {"start", "end", "operationId", "globalPid"}
-_Operation = tuple[int, int, int]  # (first start, last end over its channels, operationId)
-
-
-def _operations(db: sqlite3.Connection, tables: set[str]) -> dict[int, list[_Operation]]:
-    """pid -> the NCCL operations of advanced tracing, one per operationId, by start."""
-    for table in _OPERATION_TABLES:
-        if table not in tables:
-            continue
-        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if not columns >= _OPERATION_COLUMNS:
-            continue
-        found: dict[int, list[_Operation]] = defaultdict(list)
-        for pid, operation, start, end in db.execute(
-            f"SELECT globalPid >> 24, operationId, MIN(start), MAX(end) FROM {table} "  # noqa: S608
-            "WHERE operationId IS NOT NULL GROUP BY 1, 2"
-        ):
-            found[pid].append((int(start), int(end), int(operation)))
-        for values in found.values():
-            values.sort()  # exports keep no row order (nsys 2025.6): sorted here
-        return found
-    return {}
-
-
-_LOOK_BACK = 64  # operations that may overlap one moment (communicators run side by side)
-
-
-def _operation_at(operations: list[_Operation], starts: list[int], moment: int) -> int | None:
-    """The operationId of the operation running at `moment`: of those started by then and not
-    yet ended, the latest started (operations of other communicators overlap it)."""
-    index = bisect.bisect_right(starts, moment) - 1
-    for candidate in range(index, max(-1, index - _LOOK_BACK), -1):
-        if operations[candidate][1] >= moment:
-            return operations[candidate][2]
-    return None
+    graph_ms_total: float = 0.0  # graph launches (traced as graphs)
+    graph_launches_total: int = 0
+    graphs_traced: str | None = None  # "graph" | "node" | None: no graph launch seen
 
 
 def _rank_from_name(report: str) -> int | None:
@@ -297,52 +144,104 @@ def _in_steps(spans: list[tuple[int, int, int]], moments: list[int]) -> list[int
     return found
 
 
-def _gpu_row(step: int, cpu_ns: int, ops: list[_GpuOp]) -> StepRow:
-    compute: list[tuple[int, int]] = []
-    nccl: list[tuple[int, int]] = []
-    every: list[tuple[int, int]] = []
-    compute_ns = nccl_ns = 0
-    for _, start, end, kind, _ in ops:
+def _exposed_pieces(
+    start: int, end: int, compute: list[iv.Interval], starts: list[int]
+) -> list[int]:
+    pieces = iv.minus((start, end), compute, starts)
+    if len(pieces) > _PIECES:  # the tail folded into one piece of the same length
+        rest = sum(e - s for s, e in pieces[_PIECES - 1 :])
+        pieces = [*pieces[: _PIECES - 1], (pieces[_PIECES - 1][0], pieces[_PIECES - 1][0] + rest)]
+    return [x - start for piece in pieces for x in piece]
+
+
+def _host_and_comm(
+    gaps: list[iv.Interval], ops: list[GpuOp], comm: list[iv.Interval]
+) -> tuple[int, int]:
+    """(cpu comm, host gap) ns of the step's GPU gaps: the part under a collective's CPU range,
+    and, of the rest, the part before the work ending the gap was launched."""
+    launched: dict[int, int] = {}
+    for op in ops:  # the work starting at a moment, handed over when its API call returned
+        if op[1] not in launched or op[5] < launched[op[1]]:
+            launched[op[1]] = op[5]
+    host = []
+    for g0, g1 in gaps:
+        ready = launched.get(g1)
+        if ready is not None and ready > g0:
+            host.append((g0, min(ready, g1)))
+    comm_u = iv.union(comm)
+    cpu_comm = iv.overlap(gaps, comm_u)
+    return cpu_comm, iv.length(host) - iv.overlap(host, comm_u)
+
+
+def _gpu_row(
+    step: int, cpu: tuple[int, int], after: int | None, ops: list[GpuOp], comm: list[iv.Interval]
+) -> tuple[StepRow, list[iv.Interval]]:
+    """One step's row (`after`: when the process's previous step's GPU work ended), and its
+    compute intervals (for the exposed pieces of its collectives)."""
+    compute: list[iv.Interval] = []
+    nccl: list[iv.Interval] = []
+    every: list[iv.Interval] = []
+    compute_ns = nccl_ns = graphs = kernels = 0
+    for _, start, end, kind, _, _ in ops:
         every.append((start, end))
-        if kind == _COMPUTE:
+        if kind in (COMPUTE, GRAPH):
             compute.append((start, end))
             compute_ns += end - start
-        elif kind == _NCCL:
+            graphs += kind == GRAPH
+            kernels += kind == COMPUTE
+        elif kind == NCCL:
             nccl.append((start, end))
             nccl_ns += end - start
-    begin, finish = min(s for s, _ in every), max(e for _, e in every)
-    compute_u, nccl_u = _union(compute), _union(nccl)
-    all_u = _union(every)
+            kernels += 1
+    first, finish = min(s for s, _ in every), max(e for _, e in every)
+    begin = min(first, max(cpu[0], after if after is not None else cpu[0]))
+    compute_u, nccl_u = iv.union(compute), iv.union(nccl)
+    all_u = iv.union(every)
     # Two merged lists merge again cheaply: far fewer intervals than the kernels themselves.
-    kernels_u = _union(compute_u + nccl_u) if nccl_u else compute_u
-    exposed = _length(nccl_u) - _overlap(nccl_u, compute_u)
+    kernels_u = iv.union(compute_u + nccl_u) if nccl_u else compute_u
+    exposed = iv.length(nccl_u) - iv.overlap(nccl_u, compute_u)
+    gaps = iv.gaps(all_u, begin, finish)
+    cpu_comm, host = _host_and_comm(gaps, ops, comm)
     span = finish - begin
-    return StepRow(
+    row = StepRow(
         step=step,
         source="gpu",
-        cpu_ms=cpu_ns / NS_PER_MS,
+        cpu_ms=(cpu[1] - cpu[0]) / NS_PER_MS,
         step_ms=span / NS_PER_MS,
         compute_ms=compute_ns / NS_PER_MS,
         nccl_ms=nccl_ns / NS_PER_MS,
-        compute_busy_ms=_length(compute_u) / NS_PER_MS,
+        compute_busy_ms=iv.length(compute_u) / NS_PER_MS,
         exposed_comm_ms=exposed / NS_PER_MS,
-        other_ms=(_length(all_u) - _length(kernels_u)) / NS_PER_MS,
-        idle_ms=(span - _length(all_u)) / NS_PER_MS,
-        kernels=len(compute) + len(nccl),
+        other_ms=(iv.length(all_u) - iv.length(kernels_u)) / NS_PER_MS,
+        idle_ms=(iv.length(gaps) - cpu_comm - host) / NS_PER_MS,
+        kernels=kernels,
+        gpu_ms=(finish - first) / NS_PER_MS,
+        host_gap_ms=host / NS_PER_MS,
+        cpu_comm_ms=cpu_comm / NS_PER_MS,
+        graph_launches=graphs,
     )
+    return row, compute_u
+
+
+def _cpu_row(step: int, start: int, end: int, ranges: list[tuple[int, int, str]]) -> StepRow:
+    comm_ns = iv.length(iv.union([(s, e) for s, e, _ in ranges]))
+    return StepRow(
+        step, "cpu", (end - start) / NS_PER_MS, (end - start) / NS_PER_MS,
+        None, None, None, comm_ns / NS_PER_MS, None, None, 0,
+    )  # fmt: skip
 
 
 def _reduce_process(
     report: str,
     pid: int,
     spans: list[tuple[int, int, int]],
-    ops: list[_GpuOp],
+    ops: list[GpuOp],
     comm: list[tuple[int, int, str]],
-    operations: list[_Operation],
+    operations: list[Operation],
 ) -> RankTables:
     # globalPid >> 24 still holds nsys's hardware id above the 24 bits of the OS pid.
     tables = RankTables(report=report, pid=pid & 0xFFFFFF, rank=None, device=None)
-    per_step: dict[int, list[_GpuOp]] = defaultdict(list)
+    per_step: dict[int, list[GpuOp]] = defaultdict(list)
     for op, index in zip(ops, _in_steps(spans, [op[0] for op in ops]), strict=True):
         if index is not None:
             per_step[index].append(op)
@@ -351,53 +250,74 @@ def _reduce_process(
     for item, index in zip(comm, _in_steps(spans, [c[0] for c in comm]), strict=True):
         if index is not None:
             comm_per_step[index].append(item)
-    uses_nccl = any(op[3] == _NCCL for op in ops)
+    uses_nccl = any(op[3] == NCCL for op in ops)
     starts = [operation[0] for operation in operations]
+    after: int | None = None
     for index, (start, end, step) in enumerate(spans):
         step_ops = per_step.get(index, [])
         ranges = sorted(comm_per_step.get(index, []))
+        compute_u: list[iv.Interval] = []
         if step_ops:
-            row = _gpu_row(step, end - start, step_ops)
+            # With NCCL, a collective's CPU range only enqueues: the kernels tell its time.
+            cpu_comm = [] if uses_nccl else [(s, e) for s, e, _ in ranges]
+            row, compute_u = _gpu_row(step, (start, end), after, step_ops, cpu_comm)
+            after = max(after or 0, max(op[2] for op in step_ops))
         else:
-            comm_ns = _length(_union([(s, e) for s, e, _ in ranges]))
-            row = StepRow(
-                step, "cpu", (end - start) / NS_PER_MS, (end - start) / NS_PER_MS,
-                None, None, None, comm_ns / NS_PER_MS, None, None, 0,
-            )  # fmt: skip
+            row = _cpu_row(step, start, end, ranges)
         tables.steps.append(row)
         # The communications the straggler analysis matches across ranks: NCCL kernels when
         # the process runs any (their durations include the wait on the GPU), else the CPU
         # ranges that block on a collective.
         if uses_nccl:
-            items = [
-                (op[4], op[2] - op[1], _operation_at(operations, starts, op[1]))
-                for op in step_ops
-                if op[3] == _NCCL
+            compute_starts = [s for s, _ in compute_u]
+            tables.collectives += [
+                Collective(
+                    step,
+                    i,
+                    op[4],
+                    op[2] - op[1],
+                    read.operation_at(operations, starts, op[1]),
+                    _exposed_pieces(op[1], op[2], compute_u, compute_starts),
+                    op[1],
+                )  # fmt: skip
+                for i, op in enumerate(o for o in step_ops if o[3] == NCCL)
             ]
         else:
-            items = [(name, e - s, None) for s, e, name in ranges]
-        tables.collectives += [Collective(step, i, *item) for i, item in enumerate(items)]
+            tables.collectives += [
+                Collective(step, i, name, e - s, start_ns=s)
+                for i, (s, e, name) in enumerate(ranges)
+            ]
     return tables
 
 
 def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[RankTables]:
     """An open export (`tables`: the tables it has) -> one table set per process with steps
     or kernels."""
-    ops = _read_ops(db, tables)
-    operations = _operations(db, tables)
-    steps, comm = _ranges(db, tables)
-    totals = _kernel_totals(db, tables)
-    devices = _devices(db, tables)
+    totals = read.totals(db, tables)
+    by_node = any(t.node_launches for t in totals.values())
+    ops = read.read_ops(db, tables, graphs=not by_node)
+    operations = read.operations(db, tables)
+    steps, comm = read.ranges(db, tables)
+    devices = read.devices(db, tables)
     result = []
     for pid in sorted(set(steps) | set(totals)):
         # A process's steps are its ranges on one thread: keep the thread-free, sorted list.
         rank_tables = _reduce_process(
             report, pid, steps.get(pid, []), ops.get(pid, []), comm[pid], operations.get(pid, [])
         )
-        kernel_ns, kernels, nccl_ns, nccl_kernels = totals.get(pid, (0, 0, 0, 0))
-        rank_tables.kernel_ms_total = kernel_ns / NS_PER_MS
-        rank_tables.nccl_ms_total = nccl_ns / NS_PER_MS
-        rank_tables.kernels_total, rank_tables.nccl_kernels_total = kernels, nccl_kernels
+        total = totals.get(pid, read.Totals())
+        rank_tables.kernel_ms_total = total.kernel_ns / NS_PER_MS
+        rank_tables.nccl_ms_total = total.nccl_ns / NS_PER_MS
+        rank_tables.kernels_total, rank_tables.nccl_kernels_total = (
+            total.kernels,
+            total.nccl_kernels,
+        )
+        rank_tables.graph_ms_total = total.graph_ns / NS_PER_MS
+        rank_tables.graph_launches_total = total.graph_launches or total.node_launches
+        if total.node_launches:
+            rank_tables.graphs_traced = "node"
+        elif total.graph_launches:
+            rank_tables.graphs_traced = "graph"
         rank_tables.device = devices.get(pid)
         result.append(rank_tables)
     # Ranks: the report's name says rankN (nsysgen's wrapper names reports so); several

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nsysgen.analyze import fabric
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.analyze.reduce import Options
 from nsysgen.analyze.regress import load
@@ -62,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="ranks in the job, for bus bandwidth (default: the ranks found in the reports)",
     )
+    group.add_argument(
+        "--cluster",
+        metavar="NAME|FILE.yaml",
+        help="the cluster whose NVLink and EFA figures NCCL bus bandwidth is held against: a "
+        "conf/cluster name (p5, p4de, ...), a cluster YAML file, or a compiled setup's "
+        "nsysgen-expect.json (default: the one beside the reports, if any)",
+    )
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -70,6 +78,15 @@ def check_arguments(args: argparse.Namespace) -> None:
         load(args.baseline)
     if args.world_size is not None and args.world_size < 1:
         raise AnalyzeError(f"--world-size {args.world_size}: must be at least 1")
+    if args.cluster is not None:
+        fabric.from_cluster(args.cluster)
+
+
+def _fabric(args: argparse.Namespace) -> fabric.Fabric | None:
+    """--cluster's fabric, else the one the run's contract (nsysgen-expect.json) names."""
+    if args.cluster is not None:
+        return fabric.from_cluster(args.cluster)
+    return fabric.from_expect(args.reports)
 
 
 def options(
@@ -88,4 +105,5 @@ def options(
         regression_threshold=args.regression_threshold,
         regression_min_ms=args.regression_min_ms,
         reference=tuple((size, *figures) for size, figures in sorted(reference.items())),
+        fabric=_fabric(args),
     )

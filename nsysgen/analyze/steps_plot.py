@@ -16,8 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from nsysgen.analyze import views
 from nsysgen.analyze.nccl import NcclCall, human_size
-from nsysgen.analyze.plot import Plots, new_figure, save
+from nsysgen.analyze.plot import Plots, new_figure, pyplot, save
 from nsysgen.analyze.summary import RankEntry, StepColumn, Summary
 
 
@@ -62,9 +63,17 @@ def _has_values(summary: Summary, field: StepColumn) -> bool:
     )
 
 
-def _heat(figure: Any, axis: Any, ranks: list[RankEntry], field: StepColumn, cmap: str) -> None:
+def _heat(
+    figure: Any, axis: Any, ranks: list[RankEntry], field: StepColumn, cmap: str, floor: float
+) -> None:
+    """A heatmap whose 0 is the colormap's lightest end, never its middle: the top of the scale
+    is at least `floor` (the lateness threshold), so a grid of zeros reads as nothing late."""
     steps, grid = _grid(ranks, field)
-    image = axis.imshow(grid, aspect="auto", cmap=cmap, interpolation="nearest", vmin=0)
+    top = max([floor, *(v for row in grid for v in row if v == v)])
+    colours = pyplot().get_cmap(cmap).with_extremes(bad="white")  # white: no figure there
+    image = axis.imshow(
+        grid, aspect="auto", cmap=colours, interpolation="nearest", vmin=0, vmax=top
+    )
     axis.set_xticks(*_ticks([str(s) for s in steps]), fontsize=8)
     axis.set_yticks(*_ticks([str(r["rank"]) for r in ranks]), fontsize=8)
     axis.set_xlabel("step (the first and last: the window's edges, not judged)")
@@ -72,23 +81,65 @@ def _heat(figure: Any, axis: Any, ranks: list[RankEntry], field: StepColumn, cma
     figure.colorbar(image, ax=axis, label="ms")
 
 
+def _floor(summary: Summary) -> float:
+    return float(summary["thresholds"].get("late_min_ms", 1.0))
+
+
+def _spread(axis: Any, summary: Summary, field: str, colour: str, what: str) -> None:
+    """Per step over ranks: the median, p90 and max of `field` (from SCALE_RANKS ranks on)."""
+    from matplotlib.ticker import MaxNLocator
+
+    spreads = views.per_step(summary, field)
+    x = [s.step for s in spreads]
+    axis.plot(x, [s.max for s in spreads], color=colour, marker="o", markersize=3, label="max")
+    axis.plot(x, [s.p90 for s in spreads], color=colour, linestyle="--", label="p90")
+    axis.plot(x, [s.median for s in spreads], color="#555555", linestyle=":", label="median")
+    for s in spreads:
+        if s.edge:
+            axis.axvspan(s.step - 0.5, s.step + 0.5, color="#eeeeee", zorder=0)
+    axis.set_ylim(bottom=0, top=max([_floor(summary), *(s.max for s in spreads)]) * 1.1)
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_xlabel("step (grey: the window's edges, not judged)")
+    axis.set_ylabel("ms")
+    axis.set_title(f"{what}: median, p90, max over {len(_ranks(summary)):,} ranks", fontsize=9)
+
+
+def _latest(summary: Summary, count: int = 16) -> list[RankEntry]:
+    order = [r.rank for r in views.lateness_by_rank(summary)][:count]
+    by_rank = {r["rank"]: r for r in _ranks(summary)}
+    return [by_rank[rank] for rank in order]
+
+
 def lateness_figure(summary: Summary) -> Any:
     """Who held the others up: per rank and step, how long the others waited for this rank
     (late), and apart from it, how long this rank waited for the others (wait). The late rank
-    stands out on the left; the ranks that waited for it on the right."""
+    stands out on the left; the ranks that waited for it on the right. From SCALE_RANKS ranks
+    on: the 16 latest ranks' heatmaps over the spread of both per step across every rank."""
     ranks = _ranks(summary)
     steps = len({s["step"] for r in ranks for s in r["steps"]})
-    width, height = _size(max(9.0, 0.8 * steps + 5), max(3.2, 0.45 * len(ranks) + 2.2))
-    figure, (late, wait) = new_figure(
+    scaled = len(ranks) >= views.SCALE_RANKS
+    shown = _latest(summary) if scaled else ranks
+    # At scale the spread panels below take 3.2 inches of the same bounded height.
+    spread_in = 3.2 if scaled else 0.0
+    heat_in = max(3.2, 0.45 * len(shown) + 2.2)
+    figure, axes = new_figure(
         "Late ranks: who the others waited for, per rank and step",
         summary.get("label", ""),
-        (width, height),
+        _size(max(9.0, 0.8 * steps + 5), heat_in + spread_in),
+        rows=2 if scaled else 1,
         columns=2,
     )
-    _heat(figure, late, ranks, "late_ms", "Reds")
-    late.set_title("late: the others waited this long for the rank (ms)", fontsize=9)
-    _heat(figure, wait, ranks, "wait_ms", "Blues")
-    wait.set_title("wait: the rank waited this long for the others (ms)", fontsize=9)
+    late, wait = axes[0], axes[1]
+    which = f"the {len(shown)} latest of {len(ranks):,} ranks: " if scaled else ""
+    _heat(figure, late, shown, "late_ms", "Reds", _floor(summary))
+    late.set_title(f"{which}late: the others waited this long for the rank (ms)", fontsize=9)
+    _heat(figure, wait, shown, "wait_ms", "Blues", _floor(summary))
+    wait.set_title(f"{which}wait: the rank waited this long for the others (ms)", fontsize=9)
+    if scaled:
+        _spread(axes[2], summary, "late_ms", "#b2182b", "late")
+        _spread(axes[3], summary, "wait_ms", "#2166ac", "wait")
+        figure.legend(*axes[2].get_legend_handles_labels(), loc="outside lower center", ncols=3,
+                      fontsize=8)  # fmt: skip
     return figure
 
 
@@ -101,57 +152,68 @@ def exposed_figure(summary: Summary) -> Any:
         if sources == {"gpu"}
         else ("CPU collective ranges where no GPU work")
     )
+    scaled = len(ranks) >= views.SCALE_RANKS
     figure, (axis,) = new_figure(
-        f"Exposed communication per rank and step ({where})",
+        f"Exposed communication per {'step over ranks' if scaled else 'rank and step'} ({where})",
         summary.get("label", ""),
+        (9.0, 4.6) if scaled else
         _size(max(6.0, 0.45 * steps + 3), max(3.0, 0.45 * len(ranks) + 2.0)),
-    )
-    _heat(figure, axis, ranks, "exposed_comm_ms", "viridis")
+    )  # fmt: skip
+    if scaled:
+        _spread(axis, summary, "exposed_comm_ms", "#4c72b0", "exposed communication")
+        figure.legend(loc="outside lower center", ncols=3, fontsize=8)
+    else:
+        _heat(figure, axis, ranks, "exposed_comm_ms", "viridis", 0.0)
     return figure
 
 
 def breakdown_figure(summary: Summary) -> Any:
+    """Where each rank's step goes, waiting for a late peer apart from the rank's own work;
+    one bar per rank below SCALE_RANKS ranks, else the rank with the median step, the
+    stragglers and the ranks that waited most."""
     ranks = _ranks(summary)
-    parts = [
-        ("compute_busy_ms", "compute kernels", "#4c72b0"),
-        ("exposed_comm_ms", "exposed communication", "#c44e52"),
-        ("other_ms", "memcpy/memset only", "#8c8c8c"),
-        ("idle_ms", "GPU idle", "#dddddd"),
-    ]
-    medians = [r["medians_without_window_edges"] for r in ranks]
-    gpu = all(m["compute_busy_ms"] is not None for m in medians)
-    figure, (axis,) = new_figure(
-        "Where each rank's step goes (median per step, the window's edge steps left out)",
-        summary.get("label", ""),
-        _size(max(6.0, 0.6 * len(ranks) + 3), 4.6),
-    )
-    labels = [str(r["rank"]) for r in ranks]
-    bottom = [0.0] * len(ranks)
-    if not gpu:
-        # CPU-only steps: the step's own range split into blocking communication and the rest.
-        comm = [float(m["exposed_comm_ms"] or 0) for m in medians]
-        rest = [float(m["step_ms"] or 0) - c for m, c in zip(medians, comm, strict=True)]
-        axis.bar(labels, rest, color="#4c72b0", label="step outside collectives")
-        axis.bar(labels, comm, bottom=rest, color="#c44e52", label="in collective ranges")
+    parts = {r["rank"]: views.rank_parts(r) for r in ranks}
+    if len(ranks) < views.SCALE_RANKS:
+        rows = [(str(r["rank"]), parts[r["rank"]]) for r in ranks]
+        title = "Where each rank's step goes (mean per judged step, the window's edges left out)"
     else:
-        for key, label, color in parts:
-            values = [float(m[key] or 0) for m in medians]
-            axis.bar(labels, values, bottom=bottom, color=color, label=label)
-            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    axis.set_xticks(*_ticks(labels))
+        by_rank = views.lateness_by_rank(summary)
+        late = [r.rank for r in by_rank[:5] if r.late_steps]
+        waited = [r.rank for r in sorted(by_rank, key=lambda r: (-r.wait_ms, r.rank))[:3]]
+        middle = sorted(parts, key=lambda k: (sum(parts[k].values()), k))[len(parts) // 2]
+        rows = [(f"{middle} (median)", parts[middle])]
+        rows += [(f"{k} (late)", parts[k]) for k in late]
+        rows += [(f"{k} (waited)", parts[k]) for k in waited if k not in late]
+        title = (
+            f"Where the step goes: the rank with the median step, the late ranks and those\n"
+            f"that waited most, of {len(ranks):,} ranks (mean per judged step)"
+        )
+    figure, (axis,) = new_figure(title, summary.get("label", ""),
+                                 _size(max(7.5, 0.6 * len(rows) + 3), 4.8))  # fmt: skip
+    labels = [label for label, _ in rows]
+    bottom = [0.0] * len(rows)
+    for key, label, colour, _ in views.PARTS:
+        values = [values[key] for _, values in rows]
+        if not any(values):
+            continue  # a part no rank has (host gaps not measured) keeps the legend short
+        axis.bar(labels, values, bottom=bottom, color=colour, label=label)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    axis.set_xticks(*_ticks(labels), fontsize=8)
     axis.set_xlabel("rank")
-    axis.set_ylabel("median per step (ms)")
-    figure.legend(loc="outside lower center", ncols=2, fontsize=8)
+    axis.set_ylabel("mean per judged step (ms)")
+    figure.legend(loc="outside lower center", ncols=3, fontsize=8)
     return figure
 
 
 def sizes_figure(op: str, calls: list[NcclCall], summary: Summary) -> Any:
     """Kernel time per call (top) and bus bandwidth (bottom) against message size; nccl-tests'
-    own bus bandwidth beside nsysgen's when its log was given."""
+    own bus bandwidth beside nsysgen's when its log was given. The bandwidth is from each call's
+    transfer time (its wait for the last peer taken out, nsysgen/analyze/bandwidth.py); the
+    median transfer is drawn beside the median kernel where a wait was taken out."""
     sized = [c for c in calls if c.op == op and c.size_bytes]
     rows = [r for r in summary["nccl_by_size"] if r["op"] == op]
     figure, (top, bottom) = new_figure(
-        f"{op}: GPU kernel time and bandwidth by message size",
+        f"{op}: GPU kernel time and transfer bandwidth by message size",
         summary.get("label", ""),
         (7.5, 6.8),
         rows=2,
@@ -166,21 +228,27 @@ def sizes_figure(op: str, calls: list[NcclCall], summary: Summary) -> Any:
     sizes = [int(r["size_bytes"]) for r in rows]
     top.plot(sizes, [r["median_us"] for r in rows], color="#c44e52", marker="o",
              label="median call (nsys report)")  # fmt: skip
+    if any(r["transfer_median_us"] != r["median_us"] for r in rows):
+        transfer = [r["transfer_median_us"] for r in rows]
+        top.plot(sizes, transfer, color="#55a868", marker="o", linestyle="--",
+                 label="median transfer (its wait for the last peer taken out)")  # fmt: skip
     top.set_yscale("log")
     top.set_ylabel("GPU kernel time per call (µs)")
     world = summary["world_size"]
-    bus = [(r["size_bytes"], r["busbw_GBps"]) for r in rows if r["busbw_GBps"] is not None]
+    bus = [(r["size_bytes"], r["transfer_busbw_GBps"]) for r in rows
+           if r["transfer_busbw_GBps"] is not None]  # fmt: skip
     if bus:
         bottom.plot([s for s, _ in bus], [b for _, b in bus], color="#55a868", marker="o",
                     label=f"bus bandwidth, nsysgen ({world} ranks)")  # fmt: skip
     else:
-        bottom.plot(sizes, [r["algbw_GBps"] for r in rows], color="#8c8c8c", marker="o",
+        algbw = [r["transfer_algbw_GBps"] or float("nan") for r in rows]
+        bottom.plot(sizes, algbw, color="#8c8c8c", marker="o",
                     label="algorithm bandwidth (world size unknown)")  # fmt: skip
     reference = [(size, busbw) for size, _, busbw in summary.get("nccl_tests", []) if busbw]
     if reference:
         bottom.plot([s for s, _ in reference], [b for _, b in reference], color="#dd8452",
                     marker="s", linestyle="--", label="bus bandwidth, nccl-tests log")  # fmt: skip
-    bottom.set_ylabel("GB/s (median call)")
+    bottom.set_ylabel("GB/s (median call's transfer time)")
     bottom.set_xscale("log", base=2)
     ticks = sorted({*sizes, *(s for s, _ in reference)})
     bottom.set_xticks(ticks, [human_size(s) for s in ticks], rotation=30, fontsize=8)

@@ -12,7 +12,9 @@ applies to the blocking NVTX collective ranges of CPU-only reports.
 
 Per (rank, step):
 - wait_ms: sum over the step's collectives of (own duration - shortest duration): time spent
-  waiting for the others;
+  waiting for the others (the head of each of its kernels, the last rank's arrival ending it;
+  how much of that head is not under compute is kept too, for nsysgen/analyze/waiting.py to
+  split the exposed communication into waiting and transfer, and the rank waited for most);
 - late_ms: sum, over the collectives where this rank was the last to arrive, of how long the
   next-to-last rank waited for it.
 
@@ -37,7 +39,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from nsysgen.analyze.steps import NS_PER_MS, RankTables, window_edges
+from nsysgen.analyze.intervals import head_overlap
+from nsysgen.analyze.steps import NS_PER_MS, RankTables, StepRow, window_edges
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,17 @@ class Lateness:
     matched: int  # collectives matched across ranks
     mismatched_steps: list[int]  # steps whose ranks did not issue the same number
     matched_by: set[str] = field(default_factory=set)  # "operationId" and/or "order in step"
+    # Per (rank, step): how much of its collectives' time not under compute was waiting (the
+    # head of each kernel, as long as its wait) and how much there was (nsysgen/analyze/
+    # waiting.py splits the exposed communication by their ratio); the rank it waited for most.
+    exposed_wait_ns: dict[tuple[int, int], int] = field(default_factory=dict)
+    exposed_ns: dict[tuple[int, int], int] = field(default_factory=dict)
+    waited_for: dict[tuple[int, int], int] = field(default_factory=dict)
+    # Per matched collective of a rank, by (report, start ns, duration ns): how long of it was
+    # waiting for the last peer (own duration - shortest, so within [0, duration]). NCCL bus
+    # bandwidth takes it out of the kernel's time (nsysgen/analyze/bandwidth.py); a call not
+    # here was not matched across ranks.
+    call_wait_ns: dict[tuple[str, int, int], int] = field(default_factory=dict)
 
 
 def _rank(t: RankTables) -> int:
@@ -69,7 +83,8 @@ def _rank(t: RankTables) -> int:
     return t.rank
 
 
-_Comm = tuple[int | None, int]  # (operationId or None, duration ns)
+# (operationId or None, duration ns, exposed pieces, start ns or None)
+_Comm = tuple[int | None, int, list[int], int | None]
 
 
 def _per_step(
@@ -81,7 +96,7 @@ def _per_step(
     for t in ranks:
         per_step: dict[int, list[_Comm]] = defaultdict(list)
         for c in sorted(t.collectives, key=lambda c: (c.step, c.index)):
-            per_step[c.step].append((c.operation, c.duration_ns))
+            per_step[c.step].append((c.operation, c.duration_ns, c.exposed, c.start_ns))
         for row in t.steps:
             step_ms[row.step][_rank(t)] = row.step_ms
             comms[row.step][_rank(t)] = per_step.get(row.step, [])
@@ -105,32 +120,53 @@ def _with_median_of_others(times: dict[int, float]) -> list[tuple[int, float, fl
     return out
 
 
-def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[tuple[int, int]]], str, bool]:
-    """The step's collectives matched across ranks, each as (duration, rank) of every rank;
-    how they were matched; and whether the ranks' collectives differ (count or ids)."""
+_Member = tuple[int, int, list[int], int | None]  # (duration ns, rank, exposed pieces, start)
+
+
+def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[_Member]], str, bool]:
+    """The step's collectives matched across ranks, each as (duration, rank, exposed pieces)
+    of every rank; how they were matched; and whether the ranks' collectives differ (count or
+    ids)."""
     # A rank with the same id twice in a step (two kernels of one operation, or one id per
     # communicator) cannot be matched by id: the order in the step is used instead.
-    distinct = all(len({op for op, _ in comms}) == len(comms) for comms in by_rank.values())
-    if distinct and all(op is not None for comms in by_rank.values() for op, _ in comms):
-        per_rank = {rank: dict(comms) for rank, comms in by_rank.items()}
+    distinct = all(len({c[0] for c in comms}) == len(comms) for comms in by_rank.values())
+    if distinct and all(c[0] is not None for comms in by_rank.values() for c in comms):
+        per_rank = {rank: {c[0]: c for c in comms} for rank, comms in by_rank.items()}
         ids = [set(ops) for ops in per_rank.values()]
         common = set.intersection(*ids)
         groups = [
-            [(ops[op], rank) for rank, ops in per_rank.items()]
+            [(ops[op][1], rank, ops[op][2], ops[op][3]) for rank, ops in per_rank.items()]
             for op in sorted(o for o in common if o is not None)
         ]
         return groups, "operationId", any(i != common for i in ids)
     counts = {len(comms) for comms in by_rank.values()}
     common_count = min(counts)
-    groups = [[(comms[k][1], rank) for rank, comms in by_rank.items()] for k in range(common_count)]
+    groups = [
+        [(comms[k][1], rank, comms[k][2], comms[k][3]) for rank, comms in by_rank.items()]
+        for k in range(common_count)
+    ]
     return groups, "order in step", len(counts) > 1
+
+
+def _record_waits(
+    into: dict[tuple[str, int, int], int], group: list[_Member], reports: dict[int, str]
+) -> None:
+    """Each member's wait for the last peer (own duration - shortest), by its call."""
+    shortest = group[0][0]
+    for d, rank, _, start in group:
+        if start is not None:
+            into[(reports[rank], start, d)] = d - shortest
 
 
 def measure(ranks: list[RankTables]) -> Lateness:
     result = Lateness({}, {}, {}, 0, [])
     step_ms, comms = _per_step(ranks)
+    reports = {_rank(t): t.report for t in ranks}
     late: dict[tuple[int, int], float] = defaultdict(float)
     wait: dict[tuple[int, int], float] = defaultdict(float)
+    exposed_wait: dict[tuple[int, int], int] = defaultdict(int)
+    exposed: dict[tuple[int, int], int] = defaultdict(int)
+    waited_on: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for step, by_rank in sorted(comms.items()):
         if len(by_rank) < 2:
             continue
@@ -148,14 +184,34 @@ def measure(ranks: list[RankTables]) -> Lateness:
             wait[(rank, step)] += 0.0
             late[(rank, step)] += 0.0
         for group in groups:
-            durations = sorted(group)
-            shortest, last = durations[0]
+            durations = sorted(group, key=lambda m: (m[0], m[1]))
+            shortest, last = durations[0][:2]
             late[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
-            for d, rank in durations:
+            _record_waits(result.call_wait_ns, durations, reports)
+            for d, rank, pieces, _ in durations:
                 wait[(rank, step)] += (d - shortest) / NS_PER_MS
+                # The wait is the head of the kernel: the last rank's arrival ends it.
+                exposed_wait[(rank, step)] += head_overlap(pieces, d - shortest)
+                exposed[(rank, step)] += head_overlap(pieces, d)
+                if d > shortest:
+                    waited_on[(rank, step)][last] += d - shortest
             result.matched += 1
     result.wait_ms, result.late_ms = dict(wait), dict(late)
+    result.exposed_wait_ns, result.exposed_ns = dict(exposed_wait), dict(exposed)
+    result.waited_for = {key: max(sorted(by), key=lambda r: by[r]) for key, by in waited_on.items()}
     return result
+
+
+def scale_ms(row: StepRow) -> float:
+    """The step time the lateness bar is a share of: the step's GPU work (nsys's projected
+    range, what the 25 % was measured against), not the step on the timeline, which grows with
+    the late rank's own delay."""
+    return row.gpu_ms if row.gpu_ms is not None else row.step_ms
+
+
+def late_bar(thresholds: Thresholds, step_times: list[float]) -> float:
+    """How long the others must have waited for a rank on a step for it to count as late."""
+    return max(thresholds.min_ms, thresholds.min_fraction * statistics.median(step_times))
 
 
 class Straggler(TypedDict):
@@ -174,7 +230,7 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
     step_ms: dict[int, list[float]] = defaultdict(list)
     for t in ranks:
         for row in t.steps:
-            step_ms[row.step].append(row.step_ms)
+            step_ms[row.step].append(scale_ms(row))
     # Neither edge of the window is judged: the first step holds the warm-up and the pause
     # when the capture opens, the last the pause when it closes (seconds on the recorded ranks).
     # A rank's own edges too: ranks on other nodes can start their window a step apart.
@@ -186,7 +242,7 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
         by_step[step].append((rank, value))
     late: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for step in judged:
-        bar = max(thresholds.min_ms, thresholds.min_fraction * statistics.median(step_ms[step]))
+        bar = late_bar(thresholds, step_ms[step])
         for rank, value in by_step[step]:
             if value > bar and step not in own.get(rank, ()):
                 late[rank].append((step, value))

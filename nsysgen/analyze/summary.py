@@ -1,21 +1,49 @@
 """summary.json and the CSV tables of `nsysgen analyze`: per rank x step figures, stragglers,
-and NCCL bandwidth per message size, in one machine-readable file that `--baseline` compares.
+and NCCL bandwidth per message size, in one machine-readable file that `--baseline` compares
+(nsysgen/analyze/summary_files.py writes it and the CSVs).
 
 Medians per rank leave out the window's edges, as the straggler analysis does: the first
 recorded step (warm-up, and the pause when the capture opens) and the last one (the pause when
 it closes: seconds, nsysgen/profile/pause.py). steps.csv and summary.json mark both.
+
+Keys added for issue 39 (every older key is still written):
+- per step of a rank (ranks[].steps[]): gpu_ms (nsys's projected range; step_ms is now the step
+  on the GPU's timeline, from when the CPU entered it: nsysgen/analyze/steps.py), comm_wait_ms
+  (waiting for the last peer to arrive), comm_transfer_ms (the rest of the exposed
+  communication), host_gap_ms (GPU idle, the CPU still to launch the work), waited_for (the
+  rank it waited for most, None: no wait), graph_launches. On GPU steps compute_busy_ms +
+  comm_wait_ms + comm_transfer_ms + other_ms + host_gap_ms + idle_ms = step_ms
+  (nsysgen/analyze/waiting.py); exposed_comm_ms stays the NCCL time not under compute.
+- ranks[].totals: graph_ms, graph_launches; medians_without_window_edges: the new figures too.
+- by_step: one entry per step over the ranks: the job's step (the slowest rank's), the late rank
+  and who waited for it (waiting.StepVerdict).
+- job_median_step_ms: the median over judged steps of the job's step.
+- verdict: the answer, figures and one sentence (verdict.Verdict): "rank 1 late on 4 of 6 judged
+  steps (9, 12, 13, 14) by 49.4 ms on average; rank 0 waited".
+- cuda_graphs (when a report holds graph launches): launches, traced ("graph": nsys's default,
+  launches counted as compute, kernels inside unseen; "node": their kernels read), note.
+- fabric (None: no cluster known, and a limit says "no fabric figures: pass --cluster") and,
+  per nccl_by_size row, expected_busbw_GBps, fraction_of_expected and flag (a sentence: why the
+  size is flagged; None: not), nsysgen/analyze/fabric.py.
+- per nccl_by_size row, transfer_median_us, transfer_algbw_GBps and transfer_busbw_GBps: each
+  call's kernel time less its wait for the last peer, the figures the fabric judges;
+  calls_not_corrected, and a limit counting them (nsysgen/analyze/bandwidth.py). median_us,
+  algbw_GBps and busbw_GBps keep their meaning: the whole kernel time, waiting included.
+- baseline (with --baseline): the comparison's verdict and changes (nsysgen/analyze/regress.py).
+- limits is the list of what was not judged, and why.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import statistics
-from collections import defaultdict
-from pathlib import Path
-from typing import Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, get_args
 
-from nsysgen.analyze.nccl import NcclCall, human_size
+from nsysgen.analyze import fabric as yardstick
+from nsysgen.analyze import verdict as answer
+from nsysgen.analyze import waiting
+from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
+from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
+from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
 
@@ -24,13 +52,18 @@ StepField = Literal[
     "step_ms", "compute_ms", "nccl_ms", "compute_busy_ms", "exposed_comm_ms", "other_ms", "idle_ms"
 ]
 STEP_FIELDS: tuple[StepField, ...] = get_args(StepField)
+# The figures issue 39 added, per step and in the medians.
+SplitField = Literal["gpu_ms", "comm_wait_ms", "comm_transfer_ms", "host_gap_ms"]
+MEDIAN_FIELDS: tuple[str, ...] = (*STEP_FIELDS, *get_args(SplitField))
 
 # summary.json, typed: each entry's keys in the order the file holds them.
 StepColumn = Literal[
-    "step", "source", "cpu_ms", StepField, "wait_ms", "late_ms", "kernels", "window_edge"
+    "step", "source", "cpu_ms", StepField, "wait_ms", "late_ms", "kernels", "window_edge",
+    SplitField, "waited_for", "graph_launches",
+]  # fmt: skip
+TotalsColumn = Literal[
+    "kernel_ms", "kernels", "nccl_kernel_ms", "nccl_kernels", "steps", "graph_ms", "graph_launches"
 ]
-TotalsColumn = Literal["kernel_ms", "kernels", "nccl_kernel_ms", "nccl_kernels", "steps"]
-SizeColumn = Literal["op", "size_bytes", "size", "calls", "median_us", "algbw_GBps", "busbw_GBps"]
 
 
 class StepEntry(TypedDict):
@@ -48,6 +81,12 @@ class StepEntry(TypedDict):
     wait_ms: float | None
     late_ms: float | None
     window_edge: str | None  # "open" (first recorded step), "close" (last), None: inside
+    gpu_ms: float | None  # nsys's projected range of the step's GPU work
+    comm_wait_ms: float | None  # waiting for the last peer to arrive
+    comm_transfer_ms: float | None
+    host_gap_ms: float | None  # GPU idle while the CPU had the next work still to launch
+    waited_for: int | None  # the rank it waited for most on this step
+    graph_launches: int
 
 
 class Totals(TypedDict):
@@ -56,6 +95,8 @@ class Totals(TypedDict):
     nccl_kernel_ms: float
     nccl_kernels: int
     steps: int
+    graph_ms: float  # CUDA graph launches traced as graphs (their kernels unseen)
+    graph_launches: int
 
 
 class RankEntry(TypedDict):
@@ -68,14 +109,10 @@ class RankEntry(TypedDict):
     steps: list[StepEntry]
 
 
-class SizeEntry(TypedDict):
-    op: str
-    size_bytes: int
-    size: str
-    calls: int
-    median_us: float
-    algbw_GBps: float
-    busbw_GBps: float | None  # None: it cannot be computed (one rank known; see "limits")
+class CudaGraphs(TypedDict):
+    launches: int
+    traced: str  # "graph": launches timed as a whole; "node": the kernels inside were traced
+    note: str
 
 
 class _SummaryKeys(TypedDict):
@@ -95,45 +132,18 @@ class _SummaryKeys(TypedDict):
     nccl_by_size: list[SizeEntry]
     # What the figures cannot say, and why, in words: never a number that is silently wrong.
     limits: list[str]
+    by_step: list[waiting.StepVerdict]
+    job_median_step_ms: float | None
+    verdict: answer.Verdict
+    fabric: yardstick.Fabric | None
 
 
 class Summary(_SummaryKeys, total=False):
     label: str  # the job, run and report count the analysis read
     # nccl-tests' own figures from its log: [bytes, time in us, bus bandwidth in GB/s or None].
     nccl_tests: list[tuple[int, float, float | None]]
-
-
-def bus_factor(op: str, world: int) -> float:
-    """nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md there), from the operation name."""
-    name = op.lower().replace("_", "")
-    if "allreduce" in name:
-        return 2 * (world - 1) / world
-    if any(k in name for k in ("allgather", "reducescatter", "alltoall")):
-        return (world - 1) / world
-    return 1.0  # broadcast, reduce, send/recv
-
-
-def nccl_by_size(calls: list[NcclCall], world: int) -> list[SizeEntry]:
-    groups: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for call in calls:
-        if call.size_bytes:
-            groups[(call.op, call.size_bytes)].append(call.duration_ns)
-    rows: list[SizeEntry] = []
-    for (op, size), durations in sorted(groups.items()):
-        median_ns = statistics.median(durations)
-        algbw = size / median_ns  # bytes per ns = GB/s
-        rows.append(
-            {
-                "op": op,
-                "size_bytes": size,
-                "size": human_size(size),
-                "calls": len(durations),
-                "median_us": round(median_ns / 1000, 3),
-                "algbw_GBps": round(algbw, 3),
-                "busbw_GBps": round(algbw * bus_factor(op, world), 3) if world > 1 else None,
-            }
-        )
-    return rows
+    cuda_graphs: CudaGraphs
+    baseline: dict[str, Any]  # regress.Comparison: the --baseline comparison
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -160,6 +170,7 @@ def _step_entry(
     row: StepRow, rank: int, lateness: Lateness, edges: tuple[int | None, int | None]
 ) -> StepEntry:
     edge = "open" if row.step == edges[0] else "close" if row.step == edges[1] else None
+    comm_wait, comm_transfer = waiting.split(row, rank, lateness)
     return {
         "step": row.step,
         "source": row.source,
@@ -175,7 +186,56 @@ def _step_entry(
         "wait_ms": _round(lateness.wait_ms.get((rank, row.step))),
         "late_ms": _round(lateness.late_ms.get((rank, row.step))),
         "window_edge": edge,
+        "gpu_ms": _round(row.gpu_ms),
+        "comm_wait_ms": _round(comm_wait),
+        "comm_transfer_ms": _round(comm_transfer),
+        "host_gap_ms": _round(row.host_gap_ms),
+        "waited_for": lateness.waited_for.get((rank, row.step)),
+        "graph_launches": row.graph_launches,
     }
+
+
+def _rank_entry(t: RankTables, lateness: Lateness) -> RankEntry:
+    assert t.rank is not None
+    own = own_edges(t)
+    entries = [_step_entry(row, t.rank, lateness, own) for row in t.steps]
+    judged = [e for e in entries if e["window_edge"] is None] or entries
+    medians: dict[str, float | None] = {
+        name: _median([e[name] for e in judged])  # type: ignore[literal-required]
+        for name in [*MEDIAN_FIELDS, "cpu_ms"]
+    }
+    return {
+        "rank": t.rank,
+        "report": t.report,
+        "pid": t.pid,
+        "device": t.device,
+        "medians_without_window_edges": medians,
+        "totals": {
+            "kernel_ms": round(t.kernel_ms_total, 4),
+            "kernels": t.kernels_total,
+            "nccl_kernel_ms": round(t.nccl_ms_total, 4),
+            "nccl_kernels": t.nccl_kernels_total,
+            "steps": len(t.steps),
+            "graph_ms": round(t.graph_ms_total, 4),
+            "graph_launches": t.graph_launches_total,
+        },
+        "steps": entries,
+    }
+
+
+def cuda_graphs(ranks: list[RankTables]) -> CudaGraphs | None:
+    """What the reports say of CUDA graphs; None when no graph launch was recorded."""
+    launches = sum(t.graph_launches_total for t in ranks)
+    if not launches:
+        return None
+    if any(t.graphs_traced == "graph" for t in ranks):
+        note = (
+            "graph launches counted as compute, each as one piece of work: the kernels inside "
+            "were not traced (record with --cuda-graph-trace=node to see inside)"
+        )
+        return {"launches": launches, "traced": "graph", "note": note}
+    note = "kernels inside graphs traced (--cuda-graph-trace=node) and read one by one"
+    return {"launches": launches, "traced": "node", "note": note}
 
 
 def build(
@@ -189,33 +249,12 @@ def build(
     world_given: bool = False,
     label: str = "",
     reference: tuple[tuple[int, float, float | None], ...] = (),
+    fabric: yardstick.Fabric | None = None,
 ) -> Summary:
     edges = all_edges(ranks)
-    rank_entries: list[RankEntry] = []
-    for t in ranks:
-        assert t.rank is not None
-        own = own_edges(t)
-        judged = [row for row in t.steps if row.step not in own] or t.steps
-        rank_entries.append(
-            {
-                "rank": t.rank,
-                "report": t.report,
-                "pid": t.pid,
-                "device": t.device,
-                "medians_without_window_edges": {
-                    name: _median([getattr(row, name) for row in judged])
-                    for name in [*STEP_FIELDS, "cpu_ms"]
-                },
-                "totals": {
-                    "kernel_ms": round(t.kernel_ms_total, 4),
-                    "kernels": t.kernels_total,
-                    "nccl_kernel_ms": round(t.nccl_ms_total, 4),
-                    "nccl_kernels": t.nccl_kernels_total,
-                    "steps": len(t.steps),
-                },
-                "steps": [_step_entry(row, t.rank, lateness, own) for row in t.steps],
-            }
-        )
+    steps = waiting.by_step(ranks, lateness, thresholds)
+    stepped = sum(1 for t in ranks if t.steps)
+    sizes = nccl_by_size(calls, world, fabric, lateness.call_wait_ns)
     summary: Summary = {
         "schema": SCHEMA,
         "reports": reports,
@@ -233,11 +272,33 @@ def build(
         # How: "operationId" (nsys's advanced NCCL tracing) or "order in step" (without it).
         "collectives_matched_by": sorted(lateness.matched_by),
         "steps_with_unequal_collective_counts": lateness.mismatched_steps,
-        "ranks": rank_entries,
+        "ranks": [_rank_entry(t, lateness) for t in ranks],
         "stragglers": stragglers,
-        "nccl_by_size": nccl_by_size(calls, world),
+        "nccl_by_size": sizes,
         "limits": limits(calls, len(ranks), world, world_given),
+        "by_step": steps,
+        "job_median_step_ms": waiting.job_step_median(steps),
+        "verdict": answer.build(stragglers, steps, lateness, stepped, thresholds),
+        "fabric": fabric,
     }
+    # With one rank known there is no bus bandwidth to correct (a limit says so already).
+    uncorrected = not_corrected(sizes) if world > 1 else None
+    if uncorrected is not None:
+        summary["limits"].append(uncorrected)
+    if sizes and fabric is None:
+        summary["limits"].append(yardstick.NO_FABRIC)
+    elif sizes and fabric is not None:
+        summary["limits"].append(f"fabric: {yardstick.describe(fabric, world)}")
+    if stepped == 1 and any(t.collectives for t in ranks):
+        summary["limits"].append(
+            "waiting not told from transfer: one rank recorded, so its collectives have no "
+            "peer to compare with (all of their time counts as comm_transfer_ms)"
+        )
+    graphs = cuda_graphs(ranks)
+    if graphs is not None:
+        summary["cuda_graphs"] = graphs
+        if graphs["traced"] == "graph":
+            summary["limits"].append(f"CUDA graphs: {graphs['note']}")
     if label:
         summary["label"] = label
     if reference:
@@ -271,80 +332,3 @@ def limits(calls: list[NcclCall], ranks: int, world: int, world_given: bool) -> 
             "those only (a rank not recorded can be late unseen)"
         )
     return found
-
-
-def write(summary: Summary, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / "summary.json"
-    # One line: json's C encoder only writes unindented JSON, and a summary of 1000 ranks x 1000
-    # steps holds a million step rows (steps.csv has them for reading).
-    target.write_text(json.dumps(summary) + "\n")
-    written = [target]
-    ranks = summary["ranks"]
-    step_columns: tuple[StepColumn, ...] = get_args(StepColumn)
-    written.append(
-        _csv(
-            out / "steps.csv",
-            ["rank", "report", *step_columns],
-            [
-                [r["rank"], r["report"], *(s[c] for c in step_columns)]
-                for r in ranks
-                for s in r["steps"]
-            ],
-        )
-    )
-    total_columns: tuple[TotalsColumn, ...] = get_args(TotalsColumn)
-    median_columns = [f"median_{name}" for name in STEP_FIELDS]
-    written.append(
-        _csv(
-            out / "ranks.csv",
-            ["rank", "report", "pid", "device", *total_columns, *median_columns],
-            [
-                [
-                    r["rank"],
-                    r["report"],
-                    r["pid"],
-                    r["device"],
-                    *(r["totals"][c] for c in total_columns),
-                    *(r["medians_without_window_edges"][n] for n in STEP_FIELDS),
-                ]
-                for r in ranks
-            ],
-        )
-    )
-    stragglers = summary["stragglers"]
-    written.append(
-        _csv(
-            out / "stragglers.csv",
-            ["rank", "kind", "steps", "mean_lateness_ms", "late_on_fraction_of_steps"],
-            [
-                [
-                    s["rank"],
-                    s["kind"],
-                    " ".join(map(str, s["steps"])),
-                    s["mean_lateness_ms"],
-                    s["late_on_fraction_of_steps"],
-                ]
-                for s in stragglers
-            ],
-        )
-    )
-    sizes = summary["nccl_by_size"]
-    size_columns: tuple[SizeColumn, ...] = get_args(SizeColumn)
-    written.append(
-        _csv(
-            out / "nccl_bandwidth.csv",
-            list(size_columns),
-            [[s[c] for c in size_columns] for s in sizes],
-        )
-    )
-    return written
-
-
-def _csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(["" if v is None else v for v in row])
-    return path

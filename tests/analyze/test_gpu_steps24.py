@@ -13,11 +13,13 @@ import json
 import lzma
 import os
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from nsysgen.reports.contract import read_expect
 from nsysgen.shipped.verify import main as verify
 from tests.conftest import REPO
 
@@ -30,16 +32,12 @@ def lay_out(tmp_path: Path, setup: str) -> tuple[Path, Path]:
     """The setup's folder (its nsysgen-expect.json) and report folder as the job left them."""
     folder, reports = tmp_path / setup, tmp_path / "reports" / setup
     folder.mkdir(parents=True)
-    expect = json.loads((DATA / f"{setup}.expect.json").read_text())
-    # Recorded by the nsysgen of that run (format 2): the same job in today's layout, where
-    # each run has its own folder job<ID>/ in the report folder.
-    expect.update(report_dir=str(reports), format=3, run_folders=True)
-    (folder / "nsysgen-expect.json").write_text(json.dumps(expect))
+    # As the nsysgen of that run wrote it (format 2, before runs had folders of their own):
+    # verify reads it through the contract's converter, unchanged here.
+    shutil.copy(DATA / f"{setup}.expect.json", folder / "nsysgen-expect.json")
     (export,) = DATA.glob(f"{setup}_job*.sqlite.xz")
-    job_id = export.name.split("_job")[1].split("_")[0]
-    run = reports / f"job{job_id}"
-    (run / ".nsysgen").mkdir(parents=True)
-    sqlite_file = run / export.name.removesuffix(".xz")
+    (reports / ".nsysgen").mkdir(parents=True)
+    sqlite_file = reports / export.name.removesuffix(".xz")
     sqlite_file.write_bytes(lzma.decompress(export.read_bytes()))
     # The report itself stays on the device (its export holds what verify reads); a stand-in
     # of the report's name, older than its export, as after `nsys export`.
@@ -47,7 +45,7 @@ def lay_out(tmp_path: Path, setup: str) -> tuple[Path, Path]:
     report.write_text("the report's SQLite export is next to it\n")
     os.utime(report, (1, 1))
     # What job.sbatch wrote (scontrol show hostnames).
-    (run / ".nsysgen" / "nodes").write_text("gpunode1\n")
+    (reports / ".nsysgen" / "nodes").write_text("gpunode1\n")
     return folder, reports
 
 
@@ -60,8 +58,16 @@ def run_verify(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, d
         "&& exit 0\necho 'not here' >&2\nexit 9\n"
     )
     nsys.chmod(0o755)
-    code = verify([str(folder), "--json", f"--nsys={nsys}"])
+    reports = folder.parent / "reports" / folder.name  # the file's report_dir is the cluster's
+    code = verify([str(folder), "--json", f"--nsys={nsys}", f"--reports={reports}"])
     return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_setups_contracts_are_of_an_older_format_read_through_the_converter() -> None:
+    for setup in SETUPS:
+        data = json.loads((DATA / f"{setup}.expect.json").read_text())
+        assert data["format"] == 2 and "run_folders" not in data
+        assert read_expect(DATA / f"{setup}.expect.json")["run_folders"] is False
 
 
 def test_the_results_name_every_setup_complete() -> None:
@@ -90,7 +96,7 @@ def test_verify_finds_a_step_without_its_optimizer_step(
 ) -> None:
     """The DDP report holds both ranks (one session per node): one rank's step 4 loses its mark."""
     folder, reports = lay_out(tmp_path, "ddp-hook")
-    (sqlite_file,) = reports.glob("job*/*.sqlite")
+    (sqlite_file,) = reports.glob("*.sqlite")
     with sqlite3.connect(sqlite_file) as db:
         marks = db.execute(
             "SELECT e.rowid, e.globalTid FROM NVTX_EVENTS e LEFT JOIN StringIds s "

@@ -142,13 +142,18 @@ def test_an_operation_inside_another_and_one_id_twice() -> None:
     """Operations of two communicators overlap: a moment inside the long one and past the short
     one belongs to the long one; inside both, to the one started last. A rank with one id twice
     in a step is matched by order instead (no silent merge of two collectives)."""
-    from nsysgen.analyze.steps import _operation_at
+    from nsysgen.analyze.steps_read import operation_at as _operation_at
     from nsysgen.analyze.stragglers import _matched
 
     operations = [(0, 100, 1), (10, 20, 2)]
     starts = [0, 10]
     assert [_operation_at(operations, starts, t) for t in (5, 15, 50, 150)] == [1, 2, 1, None]
-    groups, how, differ = _matched({0: [(7, 100), (7, 200)], 1: [(7, 150), (7, 90)]})
+    groups, how, differ = _matched(
+        {0: [(7, 100, [], None), (7, 200, [], None)], 1: [(7, 150, [], None), (7, 90, [], None)]}
+    )
     assert (how, differ) == ("order in step", False) and len(groups) == 2
-    groups, how, _ = _matched({0: [(7, 100), (8, 200)], 1: [(8, 150), (7, 90)]})
-    assert how == "operationId" and sorted(groups) == [[(100, 0), (90, 1)], [(200, 0), (150, 1)]]
+    groups, how, _ = _matched(
+        {0: [(7, 100, [], 5), (8, 200, [], 9)], 1: [(8, 150, [], 8), (7, 90, [], 4)]}
+    )
+    assert how == "operationId"
+    assert sorted(groups) == [[(100, 0, [], 5), (90, 1, [], 4)], [(200, 0, [], 9), (150, 1, [], 8)]]

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from nsysgen.analyze import steps_plot
+from nsysgen.analyze import steps_plot, views
+from nsysgen.analyze.fabric import NO_FABRIC
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.plot import durations_figure
 from nsysgen.analyze.summary import Summary
+from tests.analyze.synth_summary import summary as synthetic
 from tests.conftest import REPO, RunCli
 
 pytestmark = pytest.mark.slow
@@ -115,9 +117,10 @@ def test_step_figures_show_the_late_rank_and_skip_zeros(tmp_path: Path, run_cli:
     row, column = divmod(int(image.argmax()), len(steps))
     assert (summary["ranks"][row]["rank"], steps[column]) == (0, 14)
     bars = steps_plot.breakdown_figure(summary)
-    assert check_layout(bars, label) == [
-        "compute kernels", "exposed communication", "memcpy/memset only", "GPU idle"
-    ]  # fmt: skip
+    # Waiting for the late peer is its own part, never GPU idle; parts no rank has are left out.
+    parts = check_layout(bars, label)
+    assert {"compute", "waiting for peers", "GPU idle"} <= set(parts), parts
+    assert parts == [name for name in views.PART_LABELS.values() if name in parts]
     # Its exposed communication is 0 ms everywhere: that heatmap is not drawn, and why is said.
     assert not (out / "heatmap_exposed_comm.png").exists()
     assert (out / "heatmap_lateness.png").is_file() and (out / "rank_breakdown.png").is_file()
@@ -142,9 +145,11 @@ def test_what_cannot_be_computed_is_said_not_printed_as_a_number(
     assert alone.code == 0, alone.err
     summary = json.loads((out / "summary.json").read_text())
     assert {row["busbw_GBps"] for row in summary["nccl_by_size"]} == {None}
+    # Without --cluster there is no fabric to hold the sizes against, and that is said too.
     assert summary["limits"] == [
         "bus bandwidth not computed: one rank known (pass --world-size, the job's rank count); "
-        "algbw_GBps is per call"
+        "algbw_GBps is per call",
+        NO_FABRIC,
     ]
     assert f"limit: {summary['limits'][0]}" in alone.out.splitlines()
     known = run_cli("analyze", str(reports), "--serial", "--output", str(out), "--world-size", "16")
@@ -152,5 +157,28 @@ def test_what_cannot_be_computed_is_said_not_printed_as_a_number(
     assert all(row["busbw_GBps"] for row in summary["nccl_by_size"]), known.out
     assert summary["limits"] == [
         "1 of 16 ranks recorded: stragglers and per-step figures are among those only (a rank "
-        "not recorded can be late unseen)"
+        "not recorded can be late unseen)",
+        "bandwidth of 105 of 105 sized NCCL call(s) from their whole kernel time: not matched "
+        "across ranks (one rank recorded, outside the step ranges, or past the collectives every "
+        "rank issued in the step), so a wait for a late peer stays in their transfer_median_us "
+        "and transfer_busbw_GBps",
+        NO_FABRIC,
     ]
+
+
+def test_figures_of_1024_ranks_show_the_latest_ranks_and_spreads_not_a_bar_each() -> None:
+    """From 64 ranks on: the lateness heatmaps hold the 16 latest ranks (the planted straggler
+    first) over each step's median, p90 and max across ranks; the breakdown five bars."""
+    summary: Summary = synthetic(ranks=1024, late=700)
+    label = "job big, run 9, 1024 report(s)"
+    late = steps_plot.lateness_figure(summary)
+    assert check_layout(late, label) == ["max", "p90", "median"]
+    heat = late.axes[0].images[0].get_array()
+    assert heat.shape == (16, 20)
+    assert late.axes[0].get_yticklabels()[0].get_text() == "700"
+    exposed = steps_plot.exposed_figure(summary)
+    assert check_layout(exposed, label) == ["max", "p90", "median"]
+    assert not exposed.axes[0].images  # lines per step, no heatmap of 1,024 rows
+    bars = steps_plot.breakdown_figure(summary)
+    check_layout(bars, label)
+    assert len(bars.axes[0].get_xticklabels()) == 5

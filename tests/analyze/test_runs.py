@@ -1,14 +1,17 @@
 """Which run `nsysgen analyze` and `nsysgen verify` read: one run, never two mixed, the newest
-by default, and the others named."""
+by default, and the others named; one rule (nsysgen/reports/runs.py), so the two choose the same
+run on the same folders."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.analyze.runs import select
+from nsysgen.reports.contract import Expect
 from nsysgen.shipped.verify import BadInput, select_run
 
 
@@ -30,7 +33,7 @@ def test_a_report_folder_of_runs_reads_the_newest_and_says_so(tmp_path: Path) ->
         "(--job-id ID for another)",
     )
     assert select(tmp_path, "9").path == tmp_path / "job9"
-    with pytest.raises(AnalyzeError, match="--job-id 12: no run of it in .* job9, job10, job11"):
+    with pytest.raises(AnalyzeError, match="--job-id 12: no run of it in .* job 9, job 10, job 11"):
         select(tmp_path, "12")
 
 
@@ -58,13 +61,16 @@ def test_fetched_eks_runs_read_the_newest(tmp_path: Path) -> None:
     assert "not read: run-20261202T030000Z" in run.notes[0]
 
 
-EXPECT = {
-    "job": "t",
-    "run_folders": True,
-    "job_in_name": True,
-    "reports": [],
-    "generic_regex": r"t_job(?P<SLURM_JOB_ID>[^/]*?)_rank(?P<SLURM_PROCID>[^/]*?)",
-}
+EXPECT = cast(
+    Expect,
+    {
+        "job": "t",
+        "run_folders": True,
+        "job_in_name": True,
+        "reports": [],
+        "generic_regex": r"t_job(?P<SLURM_JOB_ID>[^/]*?)_rank(?P<SLURM_PROCID>[^/]*?)",
+    },
+)
 
 
 def test_verify_picks_one_run_the_same_way(tmp_path: Path) -> None:
@@ -77,10 +83,49 @@ def test_verify_picks_one_run_the_same_way(tmp_path: Path) -> None:
         select_run(EXPECT, tmp_path / "job9", "10")
     with pytest.raises(BadInput, match="not a Slurm job id"):
         select_run(EXPECT, tmp_path, "../x")
-    eks = {**EXPECT, "run_folders": False, "job_in_name": False}
+    eks = cast(Expect, {**EXPECT, "run_folders": False, "job_in_name": False})
     touch(tmp_path / "eks" / "run-20261202T030000Z", "p.nsys-rep")
     touch(tmp_path / "eks" / "run-20261202T040000Z", "p.nsys-rep")
     fetched = select_run(eks, tmp_path / "eks", None)
     assert fetched.folder.name == "run-20261202T040000Z" and list(fetched.others) == [
         "run-20261202T030000Z"
     ]
+
+
+# Report folders as runs leave them, and copies of them.
+LAYOUTS: dict[str, dict[str, list[str]]] = {
+    "slurm-runs": {f"job{j}": [f"t_job{j}_rank0.nsys-rep", f"t_job{j}_rank1.nsys-rep"]
+                   for j in (9, 10, 11)},
+    "one-run": {".": ["t_job4_rank0.nsys-rep"]},
+    "jobs-copied-together": {".": ["t_job5_rank0.nsys-rep", "t_job5_rank1.nsys-rep",
+                                   "t_job7_rank0.nsys-rep"]},
+    "reports-beside-runs": {".": ["t_job3_rank0.nsys-rep"], "job8": ["t_job8_rank0.nsys-rep"]},
+    "fetched-runs": {"run-20261202T030000Z": ["t_pod-0.nsys-rep"],
+                     "run-20261202T040000Z": ["t_pod-0.nsys-rep", "t_pod-1.nsys-rep"]},
+}  # fmt: skip
+
+
+def lay_out(root: Path, layout: str) -> Path:
+    for folder, names in LAYOUTS[layout].items():
+        touch(root / folder, *names)
+    return root
+
+
+@pytest.mark.parametrize("job_id", [None, "5", "9", "12"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_analyze_and_verify_choose_the_same_run(
+    tmp_path: Path, layout: str, job_id: str | None
+) -> None:
+    root = lay_out(tmp_path, layout)
+    expect = EXPECT if layout != "fetched-runs" else cast(Expect, {**EXPECT, "job_in_name": False})
+    try:
+        chosen = select_run(expect, root, job_id)
+    except BadInput as refused:
+        with pytest.raises(AnalyzeError) as also:
+            select(root, job_id)
+        assert str(also.value) == str(refused)  # the same words, for the same reason
+        return
+    run = select(root, job_id)
+    assert (run.path, run.job_id) == (chosen.folder, chosen.job_id)
+    if run.only is None:  # analyze reads every report there, verify every one of the job
+        assert set(run.path.iterdir()) >= {p for p in chosen.folder.iterdir() if p.is_file()}

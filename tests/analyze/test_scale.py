@@ -1,20 +1,25 @@
 """Issue 18: plan and lints at 100,000 nodes by reasoning on ranges and name patterns, the
-analysis job's size, and `nsysgen analyze` on Dask with its export cache."""
+analysis job's size, and `nsysgen analyze` on Dask with its export cache. Issue 39: a planted
+straggler and a planted slow message size found at 8, 64 and 1,024 ranks (synthetic exports
+shaped like nsys 2025.3.1's, bench/synth_export.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nsysgen.analyze import record as analyze_record
 from nsysgen.profile import plan
 from nsysgen.profile.plan import RecordedTasks
-from nsysgen.targets import slurm
+from nsysgen.targets.slurm import tasks as slurm_tasks
 from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
+from tests.bench.synth import analyze, by_size, planted_job, step_of
 from tests.conftest import RunCli
 
 HUGE = ["cluster=p5", "cluster.nodes=100000", "lints.max_profiled_ranks=1000000"]
@@ -58,7 +63,7 @@ def test_compile_names_a_few_reports_not_every_one(
         built["names"] += 1
         return real(template, env, host, pid)
 
-    monkeypatch.setattr(slurm, "expand_name", counting)
+    monkeypatch.setattr(slurm_tasks, "expand_name", counting)
     args = [
         *HUGE,
         "cluster.gpus_per_node=64",
@@ -166,13 +171,13 @@ def test_exports_are_cached_and_a_changed_report_is_exported_again(
     assert not list(reports.glob(".*"))  # no partial exports left
 
 
-@pytest.mark.slow
 def _compared(path: Path) -> bool:
     """Not the pictures (drawn alike, but their bytes are not the point here), nor the run
     record (it names the reports' keys, and these are other copies)."""
     return path.suffix != ".png" and path.name != analyze_record.RECORD
 
 
+@pytest.mark.slow
 def test_dask_results_are_identical_to_the_single_process_path(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
@@ -194,3 +199,67 @@ def test_dask_results_are_identical_to_the_single_process_path(
     assert sorted(outputs["--serial"][1]) == sorted(
         p.name for p in (tmp_path / "serial").iterdir() if _compared(p)
     )
+
+
+SLOW_SIZE = 1 << 20  # of 64 KiB, 1 MiB and 16 MiB: its bus bandwidth is a twentieth of the others'
+# ranks -> {late rank: {step: ms}}: a slow rank on half the judged steps or more, and a hiccup on
+# one, on another node; the window's edges (steps 8 and 15) are never judged. At 64 ranks the
+# slow rank is late on 5 of the 8 steps: the waiting ranks' kernels hold the wait of the
+# collective it holds up (the step's first, 16 MiB), which the bandwidth takes out.
+PLANTED = {
+    8: {5: {10: 30.0, 12: 30.0, 13: 30.0}},
+    64: {37: dict.fromkeys((9, 10, 11, 12, 13), 25.0), 2: {14: 15.0}},
+    1024: {700: {10: 30.0, 12: 30.0, 13: 30.0}, 3: {11: 20.0}},
+}
+
+
+def check_planted(summary: dict[str, Any], planted: dict[int, dict[int, float]]) -> None:
+    """Every view of summary.json names the planted ranks, their steps and delays, and the
+    ranks that waited for them; and the planted slow size stands out."""
+    found = {s["rank"]: s for s in summary["stragglers"]}
+    assert sorted(found) == sorted(planted)
+    for rank, steps in planted.items():
+        straggler = found[rank]
+        assert straggler["steps"] == sorted(steps)
+        assert straggler["evidence"] == ["collectives"]
+        assert straggler["kind"] == ("slow rank" if len(steps) >= 3 else "hiccup")
+        mean = statistics.fmean(steps.values())
+        assert straggler["mean_lateness_ms"] == pytest.approx(mean, abs=0.1)
+        other = next(r for r in range(summary["world_size"]) if r not in planted)
+        for number, ms in steps.items():
+            assert step_of(summary, rank, number)["wait_ms"] == pytest.approx(0.0, abs=0.01)
+            assert step_of(summary, other, number)["wait_ms"] == pytest.approx(ms, abs=0.1)
+    # The rank the others waited for on each judged step, and no other step blamed.
+    late_steps = {step: rank for rank, steps in planted.items() for step in steps}
+    judged = {s["step"]: s for s in summary["by_step"] if s["judged"]}
+    assert sorted(judged) == [9, 10, 11, 12, 13, 14]
+    assert {n: s["late_rank"] for n, s in judged.items()} == {n: late_steps.get(n) for n in judged}
+    for number, rank in late_steps.items():
+        assert judged[number]["waited_count"] == summary["world_size"] - 1
+        assert rank not in judged[number]["waited"]
+    # The verdict names the worst straggler first.
+    worst = max(planted, key=lambda r: sum(planted[r].values()))
+    assert summary["verdict"]["late_rank"] == worst
+    # The slow size: the lowest bus bandwidth, slower than a size 16 times larger, and flagged;
+    # both from each call's transfer time (its wait for the late rank taken out).
+    sizes = by_size(summary)
+    assert sorted(sizes) == [1 << 16, SLOW_SIZE, 1 << 24]
+    assert min(sizes, key=lambda s: sizes[s]["transfer_busbw_GBps"]) == SLOW_SIZE
+    assert sizes[SLOW_SIZE]["transfer_median_us"] > sizes[1 << 24]["transfer_median_us"]
+    assert sizes[1 << 24]["transfer_busbw_GBps"] == pytest.approx(100.0, rel=0.1)  # the fabric's
+    assert sizes[SLOW_SIZE]["flag"] and not sizes[1 << 24]["flag"]
+
+
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("ranks", [8, pytest.param(64, marks=SLOW), pytest.param(1024, marks=SLOW)])
+def test_planted_straggler_and_slow_size_are_found(
+    tmp_path: Path, run_cli: RunCli, ranks: int
+) -> None:
+    planted = PLANTED[ranks]
+    planted_job(tmp_path / "reports", ranks, planted, SLOW_SIZE)
+    placement = ["--serial"] if ranks < 1024 else ["--workers", "2"]
+    summary = analyze(run_cli, tmp_path / "reports", tmp_path / "out", *placement)
+    assert summary["world_size"] == ranks and len(summary["ranks"]) == ranks
+    check_planted(summary, planted)

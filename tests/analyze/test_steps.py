@@ -83,8 +83,10 @@ def make_db(
 
 def test_step_is_projected_onto_the_gpu_with_exposed_comm_and_idle(tmp_path: Path) -> None:
     # CPU range 0..10 ms; its kernels run 5..30 ms: compute 5..15, NCCL 12..22 (3 ms under
-    # compute, 7 exposed), nothing 22..25 (idle), compute 25..30. A kernel launched after the
-    # step (at 11 ms) belongs to no step.
+    # compute, 7 exposed), nothing 22..25 (idle: the next kernel was launched at 3 ms),
+    # compute 25..30. Before 5 ms the GPU had nothing: until the first launch returned
+    # (1.001 ms) a host gap, then idle. A kernel launched after the step (at 11 ms) belongs to
+    # no step.
     db = make_db(
         tmp_path / "r_rank3.sqlite",
         steps=[(0, 0, 10 * MS)],
@@ -98,11 +100,14 @@ def test_step_is_projected_onto_the_gpu_with_exposed_comm_and_idle(tmp_path: Pat
     (tables,) = read_export(db, "r_rank3").tables
     assert tables.rank == 3 and tables.pid == PID
     (row,) = tables.steps
-    assert (row.source, row.cpu_ms, row.step_ms) == ("gpu", 10.0, 25.0)
+    # The step on the GPU's timeline starts when the CPU entered it; nsys's projection at the
+    # first kernel.
+    assert (row.source, row.cpu_ms, row.step_ms, row.gpu_ms) == ("gpu", 10.0, 30.0, 25.0)
     assert (row.compute_ms, row.nccl_ms, row.compute_busy_ms) == (15.0, 10.0, 15.0)
-    assert (row.exposed_comm_ms, row.idle_ms, row.other_ms, row.kernels) == (7.0, 3.0, 0.0, 3)
-    parts = (row.compute_busy_ms, row.exposed_comm_ms, row.other_ms, row.idle_ms)
-    assert sum(p or 0.0 for p in parts) == row.step_ms
+    assert (row.exposed_comm_ms, row.other_ms, row.kernels) == (7.0, 0.0, 3)
+    assert (row.host_gap_ms, row.idle_ms) == (1.001, 6.999)
+    parts = (row.compute_busy_ms, row.exposed_comm_ms, row.other_ms, row.host_gap_ms, row.idle_ms)
+    assert sum(p or 0.0 for p in parts) == pytest.approx(row.step_ms)
     assert (tables.kernel_ms_total, tables.nccl_ms_total, tables.kernels_total) == (34.0, 10.0, 4)
 
 
@@ -202,9 +207,20 @@ def test_baseline_gate(tmp_path: Path, run_cli: RunCli) -> None:
         "analyze", str(tmp_path / "new"), "--output", str(tmp_path / "o3"), "--baseline", str(old)
     )
     assert worse.code == 1, worse.out
-    # Rank 0 now waits 9 ms a step: exposed comm 2 -> 11 ms and a longer GPU step.
-    assert "REGRESSED  rank 0 median exposed comm: 2.000 -> 11.000 ms (+450.0 %)" in worse.out
-    assert "REGRESSED  rank 0 median step time: 12.000 -> 21.000 ms (+75.0 %)" in worse.out
+    # Rank 0 now waits 9 ms a step for rank 1: the job's step regressed, caused by rank 1;
+    # rank 0's own figures grew by waiting only, which is not rank 0's regression.
+    assert (
+        "regression: REGRESSED job median step time: 14.0 -> 23.0 ms (+64.3 %): rank 1 late "
+        "on 4 of 4 judged steps (1, 2, 3, 4) by 9.0 ms on average; rank 0 waited"
+    ) in worse.out
+    assert "REGRESSED  job median step time: 14.000 -> 23.000 ms (+64.3 %)" in worse.out
+    assert (
+        "waited  rank 0 median exposed comm: 2.000 -> 11.000 ms (+450.0 %): waited for rank 1 "
+        "(+9.0 ms of waiting a step)"
+    ) in worse.out
+    assert "REGRESSED  rank 0" not in worse.out
+    compared = json.loads((tmp_path / "o3" / "summary.json").read_text())["baseline"]
+    assert compared["regressed"] and compared["text"].startswith("REGRESSED job median step")
     lenient = run_cli(
         "analyze", str(tmp_path / "new"), "--output", str(tmp_path / "o4"),
         "--baseline", str(old), "--regression-threshold", "500",
@@ -283,7 +299,7 @@ def assert_agrees_with_nsys_stats(summary: dict[str, Any], stats_dir: Path) -> N
             for r in csv.DictReader(Path(f"{stats}_nvtx_gpu_proj_sum.csv").read_text().splitlines())
         }
         for step in rank["steps"]:
-            assert step["step_ms"] == pytest.approx(proj[f"step {step['step']}"], rel=0.01)
+            assert step["gpu_ms"] == pytest.approx(proj[f"step {step['step']}"], rel=0.01)
 
 
 def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
@@ -313,7 +329,7 @@ def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
         }
         for rank in range(300)
     ]
-    summary = cast(Summary, {"ranks": ranks})
+    summary = cast(Summary, {"ranks": ranks, "thresholds": stragglers.Thresholds().as_dict()})
     for picture in (
         save(partial(analyze_steps_plot.exposed_figure, summary), tmp_path / "exposed.png"),
         save(partial(analyze_steps_plot.lateness_figure, summary), tmp_path / "late.png"),

@@ -1,0 +1,119 @@
+"""Own work told from waiting: each rank's communication split into waiting for the last peer
+and transfer, and, per step, who was late and who waited for it.
+
+A collective ends on every rank once the last rank has arrived, so a rank that arrived before
+the last one spends (last arrival - own arrival) of its collective waiting: the head of its
+NCCL kernel, or of its blocking CPU collective range (gloo). nsysgen/analyze/stragglers.py
+matches the collectives across ranks and measures that wait per kernel; here it becomes part of
+the step's time:
+
+- NCCL: of the step's exposed communication (NCCL kernels running with no compute), comm_wait
+  is the share that falls in the kernels' waiting heads (each kernel's exposed time in its first
+  `wait` ns, over all its exposed time); comm_transfer the rest;
+- a process without NCCL: its step's cpu comm (the GPU idle inside a collective's CPU range)
+  is waiting up to the wait measured on those ranges, and transfer beyond it;
+- CPU-only steps: the collective ranges' union, split the same way.
+
+Unmatched collectives (one rank recorded) cannot be split: all of it is transfer, and the
+summary's limits say so. The step's figures still add up:
+compute_busy + comm_wait + comm_transfer + other + host_gap + idle = step_ms (GPU steps).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import TypedDict
+
+from nsysgen.analyze.steps import RankTables, StepRow, window_edges
+from nsysgen.analyze.stragglers import Lateness, Thresholds, late_bar, scale_ms
+
+WAITED_LISTED = 8  # ranks listed by name in a step's "waited"; the count says how many in all
+
+
+def split(row: StepRow, rank: int, lateness: Lateness) -> tuple[float, float]:
+    """(comm_wait_ms, comm_transfer_ms) of one rank's step."""
+    key = (rank, row.step)
+    wait_ms = lateness.wait_ms.get(key, 0.0)
+    if row.source != "gpu":
+        comm = row.exposed_comm_ms
+        waited = min(comm, wait_ms)
+        return waited, comm - waited
+    exposed, cpu_comm = row.exposed_comm_ms, row.cpu_comm_ms
+    total = lateness.exposed_ns.get(key, 0)
+    share = min(1.0, lateness.exposed_wait_ns.get(key, 0) / total) if total else 0.0
+    waited = exposed * share + min(cpu_comm, wait_ms)
+    return waited, exposed + cpu_comm - waited
+
+
+class StepVerdict(TypedDict):
+    """One step over all ranks (summary.json's "by_step", in this key order)."""
+
+    step: int
+    judged: bool  # False: a window edge, or no evidence across ranks
+    job_step_ms: float  # the slowest rank's step: the job's step
+    slowest_rank: int
+    late_rank: int | None  # the rank the others waited for, above the lateness bar
+    late_ms: float  # how long the next-to-last rank waited for it (summed over collectives)
+    waited: list[int]  # ranks that waited for late_rank, longest first (at most WAITED_LISTED)
+    waited_count: int
+    evidence: str | None  # "collectives" | "step-time" | None: not measured
+
+
+def by_step(
+    ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds
+) -> list[StepVerdict]:
+    times: dict[int, dict[int, float]] = defaultdict(dict)
+    scales: dict[int, list[float]] = defaultdict(list)
+    for t in ranks:
+        assert t.rank is not None
+        for row in t.steps:
+            times[row.step][t.rank] = row.step_ms
+            scales[row.step].append(scale_ms(row))
+    edges = window_edges(times)
+    late: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    for (rank, step), value in lateness.late_ms.items():
+        late[step].append((value, rank))
+    waits: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    for (rank, step), value in lateness.wait_ms.items():
+        if value > 0:
+            waits[step].append((value, rank))
+    out: list[StepVerdict] = []
+    for step, per_rank in sorted(times.items()):
+        # Ranks of a synchronous job end their step together: of those tied (to the
+        # microsecond), the one the others waited for.
+        slowest = max(
+            sorted(per_rank),
+            key=lambda r: (round(per_rank[r], 3), lateness.late_ms.get((r, step), 0.0)),
+        )
+        evidence = lateness.evidence.get(step)
+        top = max(late[step], key=lambda x: (x[0], -x[1]), default=(0.0, -1))
+        bar = late_bar(thresholds, scales[step])
+        culprit = top[1] if top[0] > bar else None
+        waited = sorted(
+            (-value, rank)
+            for value, rank in waits[step]
+            if culprit is not None
+            and rank != culprit
+            and lateness.waited_for.get((rank, step), culprit) == culprit
+        )
+        out.append(
+            {
+                "step": step,
+                "judged": evidence is not None and step not in edges,
+                "job_step_ms": round(per_rank[slowest], 4),
+                "slowest_rank": slowest,
+                "late_rank": culprit,
+                "late_ms": round(top[0], 4),
+                "waited": [rank for _, rank in waited[:WAITED_LISTED]],
+                "waited_count": len(waited),
+                "evidence": evidence,
+            }
+        )
+    return out
+
+
+def job_step_median(steps: list[StepVerdict]) -> float | None:
+    """The job's median step time over its judged steps (every step if none is judged)."""
+    judged = [s["job_step_ms"] for s in steps if s["judged"]] or [s["job_step_ms"] for s in steps]
+    return round(statistics.median(judged), 4) if judged else None
