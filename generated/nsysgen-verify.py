@@ -7,11 +7,13 @@
 # Usage: python3 nsysgen-verify.py FOLDER [--reports DIR] [--job-id ID]   (--help for more)
 """Check the reports of one profiled job against what its setup promised.
 
-This module uses the standard library only: nsysgen copies it verbatim into every generated
-folder as nsysgen-verify.py, so that recipes.sh and fetch-reports.sh can check reports on a
-cluster or laptop where nsysgen is not installed (`python3 nsysgen-verify.py`). `nsysgen verify`
-runs the same code. What to expect comes from nsysgen-expect.json in the folder, which nsysgen
-writes from the same plan that `nsysgen plan` shows.
+Standard library only: nsysgen assembles this program (nsysgen/shipped/verify/, with the
+report-side facts it shares with `nsysgen analyze`, nsysgen/reports/) into one script, written at
+the top of every generated tree as nsysgen-verify.py (nsysgen/shipped/assemble.py), so that
+recipes.sh and fetch-reports.sh can check reports on a cluster or laptop where nsysgen is not
+installed (`python3 nsysgen-verify.py`). `nsysgen verify` runs the same code. What to expect
+comes from nsysgen-expect.json in the folder, which nsysgen writes from the same plan that
+`nsysgen plan` shows.
 
 Exit codes: 0 every expected report is there and holds what was asked; 1 something is missing or
 wrong (a table says what, per rank, and the likely cause); 2 bad input.
@@ -27,46 +29,377 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast, final
 
-EXIT_OK = 0
-EXIT_INCOMPLETE = 1
-EXIT_BAD_INPUT = 2
 EXPECT_FILE = "nsysgen-expect.json"
 EXPECT_FORMAT = 3
-MANIFEST_FILE = "nsysgen-manifest.json"
-# What FOLDER must be, in the messages that refuse one.
-SETUP_FOLDER = f"a compiled setup folder (one holding {EXPECT_FILE}, e.g. generated/fsdp-p4de)"
-SETUPS_SHOWN = 8  # setup folders a refusal names, of a tree's
-# Slurm: each run (job) writes its reports into a folder of its own, job<ID>/ in the report
-# folder, so that runs never mix. Records of the run, in its folder: .nsysgen/nodes (written
-# by job.sbatch) and .nsysgen/task<N>/ (nsys's TMPDIR, where a report being written when nsys
-# was killed stays).
-STATE_DIR = ".nsysgen"
+
+
+class StepsContract(TypedDict):
+    """How a report shows its training steps: profile/workloads.py StepRanges, as JSON."""
+
+    regex: str  # the NVTX range name of one step; group 1 its number where `numbered`
+    numbered: bool
+    unopened: str  # the likely cause when the window never opened, other than a short job
+    unmarked: str | None  # why a report may hold no such range though the window opened
+
+
+class CaptureContract(TypedDict):
+    mode: str  # window | steps | nvtx
+    delay: float | None
+    duration: float | None
+    first_step: int | None
+    last_step: int | None
+    nvtx_range: str | None
+    steps: StepsContract | None
+    optimizer_steps: int | None  # optimizer steps per training step, where the helper marks them
+
+
+class CollectorsContract(TypedDict):
+    gpu_metrics: bool
+    efa_metrics: bool
+
+
+@final  # so that `"tasks" in group` tells the two kinds apart (mypy)
+class GridGroup(TypedDict):
+    """Expected reports as a grid: every node of [nodes[0], nodes[1]) times `locals`, named by
+    the pattern `name` (literal text, and 0/1/2 for the task, node and local id)."""
+
+    unit: str  # rank | node | pod
+    per_node: int
+    nodes: list[int]
+    locals: list[int]
+    collecting_locals: list[int]  # the local ids whose reports hold the node's collectors
+    name: list[str | int]
+
+
+@final
+class ListGroup(TypedDict):
+    """Expected reports as a list: [task, node, local, name, collects] each."""
+
+    unit: str
+    tasks: list[list[Any]]
+
+
+class Fabric(TypedDict):
+    """The cluster's links (conf/cluster/*.yaml): what the analysis holds bus bandwidth
+    against. None: unknown."""
+
+    gpus_per_node: int
+    nodes: int
+    nvlink_GBps: float | None  # NVLink bandwidth per GPU and direction
+    efa_Gbps: float | None  # EFA bandwidth of a node, all its devices
+
+
+class _Optional(TypedDict, total=False):
+    _generated: str  # JSON has no comments: the ownership marker, as a key
+    pods: list[str]  # EKS: the pods' names (node 0's, and the others' with {node}/{worker})
+    cut_off: str  # the likely cause of a missing report that only the target knows
+    fabric: Fabric
+
+
+class Expect(_Optional):
+    format: int
+    job: str
+    target: str
+    nsys_version: str
+    nsys: str | None
+    importer: str | None
+    report_dir: str
+    job_in_name: bool  # report names hold the Slurm job id
+    run_folders: bool  # each run writes into job<ID>/ of the report folder
+    reports: list[GridGroup | ListGroup]
+    generic_regex: str  # any name nsys's -o pattern makes; %q{VAR} as named groups
+    capture: CaptureContract
+    trace: list[str]
+    collectors: CollectorsContract
+    tolerance_s: float
+
+
+class ContractError(Exception):
+    """A file that is not a run contract this code reads: the message says why."""
+
+
+def _from_2(data: dict[str, Any]) -> dict[str, Any]:
+    # Format 2 (before runs had folders): every run wrote straight into the report folder.
+    return {**data, "format": 3, "run_folders": False}
+
+
+# Format N -> the next one, applied in turn until the current format.
+CONVERTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _from_2}
+
+
+def converted(data: Any, where: str) -> Expect:
+    """`data` (a parsed file) as the current format's contract; ContractError if it is none."""
+    if not isinstance(data, dict) or not isinstance(data.get("format"), int):
+        raise ContractError(f"{where}: not an nsysgen expectations file")
+    found = data["format"]
+    while data["format"] in CONVERTERS:
+        data = CONVERTERS[data["format"]](data)
+    if data["format"] != EXPECT_FORMAT:
+        readable = ", ".join(map(str, [*sorted(CONVERTERS), EXPECT_FORMAT]))
+        raise ContractError(
+            f"{where}: an nsysgen expectations file of format {found}, which this verifier "
+            f"does not read (allowed: {readable}): compile the setup again"
+        )
+    _check(data, Expect, where)
+    _check(data["capture"], CaptureContract, f"{where}: capture")
+    return cast(Expect, data)
+
+
+def _check(data: Any, kind: Any, where: str) -> None:
+    """Every key `kind` requires is there; the types are the writer's, checked by the schema
+    in the tests."""
+    if not isinstance(data, dict):
+        raise ContractError(f"{where}: not a JSON object")
+    missing = sorted(set(kind.__required_keys__) - set(data))
+    if missing:
+        raise ContractError(f"{where}: no {', '.join(missing)} (an incomplete expectations file)")
+
+
+def read_expect(path: Path) -> Expect:
+    """The contract in the file `path`. OSError and ValueError (not JSON) pass to the caller,
+    which words them for its user; ContractError: JSON, but no contract."""
+    return converted(json.loads(path.read_text(encoding="utf-8")), str(path))
+
+
+def dumps(expect: Expect) -> str:
+    """The file's text, as nsysgen writes it: sorted keys, so that it is deterministic."""
+    return json.dumps(expect, indent=1, sort_keys=True)
+
+
+# The switches the analysis needs, where this nsys's export has them: `--include-blobs true`
+# (2025.x) exports NCCL's NVTX payloads, which hold the message sizes; `--include-json true`
+# (2025.6.1+) the composite tables of advanced NCCL tracing (NCCL_GPU_OPERATIONS, with each
+# collective's operationId). nsys 2023.4.4 has neither, and refuses a switch it does not know.
+EXPORT_SWITCHES = ("--include-blobs", "--include-json")
+_SWITCHES: dict[str, tuple[str, ...]] = {}
+
+
+class NoNsys(Exception):
+    """An nsys named by the user (a flag, $NSYS) that is not there: the message says which."""
+
+
+def find_nsys(explicit: str | None, setup: str | None = None, flag: str = "--nsys") -> str | None:
+    """The nsys to export with: `explicit` (the command line's `flag`), else $NSYS, else the
+    setup's (its cluster path, often absent where the reports are read), else nsys on PATH.
+    A name without a slash is looked up on PATH. None: no nsys anywhere. The user's own choice
+    (flag or variable) that is not there is an error, not passed over for another nsys."""
+    for given, what in ((explicit, flag), (os.environ.get("NSYS"), "NSYS")):
+        if given:
+            found = _executable(given)
+            if found is None:
+                raise NoNsys(f"{what} {given}: no such executable")
+            return found
+    found = _executable(setup) if setup else None
+    return found or shutil.which("nsys")
+
+
+def _executable(name: str) -> str | None:
+    if "/" not in name:
+        return shutil.which(name)
+    return name if Path(name).is_file() and os.access(name, os.X_OK) else None
+
+
+def export_switches(nsys: str) -> tuple[str, ...]:
+    """EXPORT_SWITCHES that `nsys export --help` lists, each with `true`; asked once per nsys."""
+    if nsys not in _SWITCHES:
+        proc = subprocess.run(
+            [nsys, "export", "--help"], capture_output=True, text=True, check=False
+        )
+        text = proc.stdout + proc.stderr
+        _SWITCHES[nsys] = tuple(
+            part for switch in EXPORT_SWITCHES if switch in text for part in (switch, "true")
+        )
+    return _SWITCHES[nsys]
+
+
+def export_path(report: Path) -> Path:
+    """Where a report's export goes: beside it, as `nsys export` names it."""
+    return report.with_suffix(".sqlite")
+
+
+def is_current(report: Path, export: Path) -> bool:
+    """An export no older than its report: made from it (nsysgen analyze keys its own exports
+    more strictly, nsysgen/analyze/map.py, and falls back to this rule for others)."""
+    return export.is_file() and export.stat().st_mtime >= report.stat().st_mtime
+
+
+def make_export(nsys: str, report: Path) -> tuple[Path | None, str]:
+    """Export `report` with `nsys` now: (its export, "") or (None, what nsys said: its exit
+    code and last words, for the caller to frame).
+
+    nsys writes a hidden name that is renamed into place once whole: a failed export leaves
+    part of one (nsys 2023.4.4 on a damaged report: an empty file, or the tables it wrote before
+    it stopped), newer than the report, which would be taken for the report's current export;
+    and a reader (another worker, another verb) never sees half an export.
+    """
+    target = export_path(report)
+    partial = report.with_name(f".{report.stem}.{os.getpid()}.partial.sqlite")
+    proc = subprocess.run(
+        [nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
+        + list(export_switches(nsys))
+        + ["--output", str(partial), str(report)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        # nsys prints its error on stdout or stderr, among progress lines ("[1/3] [==  ] 40%").
+        lines = [x for x in (proc.stdout + proc.stderr).splitlines() if "%" not in x]
+        return None, f"exit {proc.returncode}: {' '.join(lines)[-300:]}"
+    partial.replace(target)
+    return target, ""
+
+
+def current_export(nsys: str | None, report: Path) -> tuple[Path | None, str]:
+    """The report's export: an up-to-date one beside it, else made now; (None, why) if it
+    cannot be had."""
+    target = export_path(report)
+    if is_current(report, target):
+        return target, ""
+    if not nsys:
+        return None, "no nsys to read it (set NSYS or pass --nsys)"
+    made, said = make_export(nsys, report)
+    return made, (f"nsys export failed ({said})" if made is None else "")
+
+
 RUN_FOLDER = re.compile(r"job([0-9]+)")
 # EKS: fetch-reports.sh copies one run, the reports written since the job was created, into
 # DEST/run-<creation time>/.
 FETCHED_RUN = re.compile(r"run-[0-9]{8}T[0-9]{6}Z")
-NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
-NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
-# The step helper's mark: the number of the step range it is in, the optimizer's class and
-# index in its process.
-OPTIMIZER_MARK = re.compile(r"nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?")
-# What may follow it: the program's counter that numbered the steps and the value it had at this
-# optimizer step. The counter is the program's own expression, which may hold " = " itself: the
-# value is after the last one.
-COUNTER_READ = re.compile(r" \| (.+) = (-?\d+)", re.DOTALL)
-# The helper's mark as the window opens, once per recording process: how many optimizer steps
-# make one training step, how many of the counter's advances it checked before the window, and
-# what numbers the steps (the program's counter, nsysgen's own count, or nsysgen's count because
-# the counter failed the check: the text says why).
-NUMBERING_MARK = re.compile(
-    r"nsysgen numbering per_step=(\d+) checked=(\d+) (counter|count|fallback)=(.*)", re.DOTALL
-)
-_NS = 1e9
+JOB_IN_NAME = re.compile(r"^(?P<job>.+?)_job(?P<id>[0-9]+)(?:_|$)")
+# What a run's reports are on disk: nsys's reports, a capture a killed nsys left, exports.
+REPORT_SUFFIXES = (".nsys-rep", ".qdstrm", ".sqlite")
+
+
+class RunError(Exception):
+    """No run can be chosen as asked: the message says why, naming --job-id or the folder."""
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """The run to read, and what was left out."""
+
+    folder: Path
+    job_id: str | None  # the run's Slurm job id, where known
+    stems: tuple[str, ...]  # its reports' names (without suffix), sorted
+    others: dict[str, Path] = field(default_factory=dict)  # other runs' folders, not read
+    other_jobs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # reports, not read
+    unknown: tuple[str, ...] = ()  # reports without a job id beside reports with one
+    fetched: bool = False  # `others` are EKS's run-<created>/ folders (keyed by name)
+
+
+def report_stem(path: Path) -> str | None:
+    """The report's name without its suffix; None for what is not a report (hidden files are
+    exports in progress, nsysgen/reports/export.py)."""
+    if path.name.startswith("."):
+        return None
+    suffix = next((s for s in REPORT_SUFFIXES if path.name.endswith(s)), None)
+    return path.name[: -len(suffix)] if suffix else None
+
+
+def report_stems(folder: Path) -> list[str]:
+    """The reports in `folder` (each once, whatever files it has), sorted."""
+    stems = {report_stem(p) for p in folder.iterdir() if p.is_file()}
+    return sorted(s for s in stems if s)
+
+
+def job_of(stem: str, pattern: str | None = None) -> str | None:
+    """The Slurm job id in a report's name: `pattern` is the setup's -o pattern as a regex, its
+    job id a group SLURM_JOB_ID; without one, the name's `_job<ID>_`."""
+    if pattern is not None:
+        match = re.fullmatch(pattern, stem) if pattern else None
+        job = match.groupdict().get("SLURM_JOB_ID") if match else None
+        return job if job and job.isdigit() else None
+    found = JOB_IN_NAME.match(stem)
+    return found.group("id") if found else None
+
+
+def run_folders(folder: Path) -> tuple[dict[str, Path], bool]:
+    """The run folders in a report folder: Slurm's by job id, or else EKS's fetched runs by
+    name (True)."""
+    dirs = [p for p in folder.iterdir() if p.is_dir()]
+    runs = {m.group(1): p for p in dirs if (m := RUN_FOLDER.fullmatch(p.name))}
+    if runs:
+        return runs, False
+    return {p.name: p for p in dirs if FETCHED_RUN.fullmatch(p.name)}, True
+
+
+def newest(runs: dict[str, Path], fetched: bool) -> str:
+    return max(runs) if fetched else max(runs, key=int)
+
+
+def choose_run(folder: Path, job_id: str | None, pattern: str | None = None) -> RunChoice:
+    """The run to read at `folder` (a folder), by the rule above; `pattern`: job_of's."""
+    if job_id is not None and not job_id.isdigit():
+        raise RunError(f"--job-id {job_id}: not a Slurm job id (allowed: digits)")
+    if not folder.is_dir():
+        raise RunError(f"report folder {folder} does not exist")
+    stems = report_stems(folder)
+    runs, fetched = run_folders(folder)
+    if stems or not runs:
+        return _in_folder(folder, stems, job_id, pattern, runs, fetched)
+    if fetched:
+        if job_id is not None:
+            raise RunError(
+                f"--job-id {job_id}: the runs in {folder} are fetched runs, named by when they "
+                "were created (pass --reports DIR/run-... for one)"
+            )
+        chosen = newest(runs, fetched)
+    else:
+        if job_id is not None and job_id not in runs:
+            listed = ", ".join(f"job {k}" for k in sorted(runs, key=int))
+            raise RunError(f"--job-id {job_id}: no run of it in {folder} (runs there: {listed})")
+        chosen = job_id or newest(runs, fetched)
+    others = {k: v for k, v in runs.items() if k != chosen}
+    inner = _in_folder(runs[chosen], report_stems(runs[chosen]), job_id, pattern, {}, fetched)
+    return RunChoice(
+        inner.folder, inner.job_id, inner.stems, others, inner.other_jobs, inner.unknown, fetched
+    )
+
+
+def _in_folder(
+    folder: Path,
+    stems: list[str],
+    job_id: str | None,
+    pattern: str | None,
+    runs: dict[str, Path],
+    fetched: bool,
+) -> RunChoice:
+    """The run among the reports in `folder` itself: one job's, where their names hold
+    several; `runs`: run folders beside them, not read."""
+    own = RUN_FOLDER.fullmatch(folder.name)
+    if own and job_id is not None and job_id != own.group(1):
+        raise RunError(f"--job-id {job_id}: {folder} is the folder of job {own.group(1)}")
+    by_job: dict[str | None, list[str]] = {}
+    for stem in stems:
+        by_job.setdefault(job_of(stem, pattern), []).append(stem)
+    ids = sorted((k for k in by_job if k is not None), key=int)
+    if job_id is not None and ids and job_id not in by_job:
+        raise RunError(f"--job-id {job_id}: no report of it in {folder} (jobs: {', '.join(ids)})")
+    chosen = job_id or (own.group(1) if own else None) or (ids[-1] if ids else None)
+    if chosen is None or chosen not in by_job:
+        return RunChoice(folder, chosen, tuple(stems), runs, {}, (), fetched)
+    others = {k: tuple(v) for k, v in by_job.items() if k is not None and k != chosen}
+    unknown = tuple(by_job.get(None, ()))
+    return RunChoice(folder, chosen, tuple(by_job[chosen]), runs, others, unknown, fetched)
+
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_BAD_INPUT = 2
+MANIFEST_FILE = "nsysgen-manifest.json"
+# What FOLDER must be, in the messages that refuse one.
+SETUP_FOLDER = f"a compiled setup folder (one holding {EXPECT_FILE}, e.g. generated/fsdp-p4de)"
+SETUPS_SHOWN = 8  # setup folders a refusal names, of a tree's
+# Slurm: records of a run, in its folder: .nsysgen/nodes (written by job.sbatch) and
+# .nsysgen/task<N>/ (nsys's TMPDIR, where a report being written when nsys was killed stays).
+STATE_DIR = ".nsysgen"
 # Planned report names hold <token>s for what only the run knows (<jobid>, <host3>, <pid0>).
 TOKEN = re.compile(r"<([A-Za-z0-9_]+)>")
 ANY = r"[^/]*?"
@@ -119,11 +452,19 @@ class Result:
         return EXIT_OK if self.complete else EXIT_INCOMPLETE
 
 
-# ---------------------------------------------------------------------------------------------
-# Expectations
+def steps_text(steps: Sequence[int]) -> str:
+    if not steps:
+        return "none"
+    if list(steps) == list(range(steps[0], steps[-1] + 1)):
+        return f"{steps[0]}..{steps[-1]}" if len(steps) > 1 else str(steps[0])
+    return ",".join(map(str, steps))
 
 
-def load_expect(folder: Path | None) -> dict[str, Any]:
+def plural(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
+def load_expect(folder: Path | None) -> Expect:
     """The expectations of the setup in `folder`, FOLDER on the command line. It has no default:
     the one copy of this script sits above the setup folders (the top of the generated tree),
     and `nsysgen verify` runs it from inside the installed package; neither is a setup."""
@@ -132,16 +473,15 @@ def load_expect(folder: Path | None) -> dict[str, Any]:
         raise BadInput(f"no FOLDER given: pass {SETUP_FOLDER}{_what_is_in(here)}")
     path = folder / EXPECT_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return read_expect(path)
     except (FileNotFoundError, NotADirectoryError):
         raise BadInput(
             f"{path} not found: {folder} is not {SETUP_FOLDER}{_what_is_in(folder)}"
         ) from None
     except (OSError, ValueError) as error:
         raise BadInput(f"{path}: not readable as JSON ({error})") from None
-    if not isinstance(data, dict) or data.get("format") != EXPECT_FORMAT:
-        raise BadInput(f"{path}: not an nsysgen expectations file of format {EXPECT_FORMAT}")
-    return data
+    except ContractError as error:
+        raise BadInput(str(error)) from None
 
 
 def _what_is_in(folder: Path) -> str:
@@ -188,7 +528,7 @@ def name_regex(name: str) -> tuple[str, str | None]:
     return "".join(regex), ("".join(fmt) if formattable else None)
 
 
-def expected_reports(expect: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def expected_reports(expect: Expect) -> Iterator[dict[str, Any]]:
     """Every expected report, one at a time: nsysgen-expect.json keeps a grid of ranks (every
     node of a range times some local ids) as its shape and name pattern, so that its size does
     not grow with the job; a short list of tasks is kept as it is."""
@@ -208,7 +548,7 @@ def expected_reports(expect: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield _with_pod(expect, entry)
 
 
-def _with_pod(expect: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+def _with_pod(expect: Expect, entry: dict[str, Any]) -> dict[str, Any]:
     """EKS: the name of the entry's pod (its node's), whose folder under .nsysgen/ is nsys's
     TMPDIR, where a capture the pod's end cut off stays."""
     pods = expect.get("pods")
@@ -233,35 +573,18 @@ def _entry(
     }
 
 
-def _report_files(report_dir: Path) -> list[Path]:
+def report_files(report_dir: Path) -> list[Path]:
     files = [p for p in report_dir.iterdir() if p.suffix in (".nsys-rep", ".qdstrm")]
     return sorted(p for p in files if p.is_file())
 
 
-def _stem(path: Path) -> str:
+def report_name(path: Path) -> str:
     return path.name[: -len(path.suffix)]
 
 
-def _job_of(expect: dict[str, Any], path: Path) -> str | None:
+def job_in(expect: Expect, path: Path) -> str | None:
     """The job id in a report's name, through nsys's own -o pattern."""
-    generic = expect["generic_regex"]
-    match = re.fullmatch(generic, _stem(path)) if generic else None
-    job = match.groupdict().get("SLURM_JOB_ID") if match else None
-    return job if job and job.isdigit() else None
-
-
-def _job_ids(expect: dict[str, Any], files: list[Path]) -> set[str]:
-    return {job for job in (_job_of(expect, path) for path in files) if job}
-
-
-def runs_in(report_dir: Path) -> dict[str, Path]:
-    """The run folders (job<ID>/) in a report folder, by job id."""
-    runs = {}
-    for path in report_dir.iterdir():
-        match = RUN_FOLDER.fullmatch(path.name)
-        if match and path.is_dir():
-            runs[match.group(1)] = path
-    return runs
+    return job_of(report_name(path), expect["generic_regex"])
 
 
 @dataclass
@@ -270,79 +593,47 @@ class Run:
 
     folder: Path
     job_id: str | None
-    others: dict[str, Path] = field(default_factory=dict)  # the other runs, by job id
+    others: dict[str, Path] = field(default_factory=dict)  # the other runs: job id or name
+    fetched: bool = False  # `others` are EKS's fetched runs, by their folders' names
 
 
-def select_run(expect: dict[str, Any], reports: Path, job_id: str | None) -> Run:
-    """The run to check in `reports`: the report folder (its runs' folders job<ID>/ are in
-    it), one run's folder, or a folder of reports copied without their run folder. Without
-    --job-id, the newest run (highest job id); the others are listed, never read."""
+def select_run(expect: Expect, reports: Path, job_id: str | None) -> Run:
+    """The run to check in `reports`: the report folder (its runs' folders are in it), one
+    run's folder, or a folder of reports copied without their run folder. Without --job-id,
+    the newest run; the others are listed, never read."""
     if not reports.is_dir():
         raise BadInput(f"report folder {reports} does not exist (pass --reports DIR)")
-    if job_id is not None and not job_id.isdigit():
-        raise BadInput(f"--job-id {job_id}: not a Slurm job id (allowed: digits)")
-    if not expect["run_folders"]:
-        return _fetched_run(reports)
-    runs = runs_in(reports)
-    own = RUN_FOLDER.fullmatch(reports.name)
-    if runs:
-        if job_id is not None and job_id not in runs:
-            raise BadInput(
-                f"--job-id {job_id}: no run of it in {reports} (runs there: {_listing(runs)})"
-            )
-        chosen = job_id or max(runs, key=int)
-        others = {k: v for k, v in runs.items() if k != chosen}
-        return Run(runs[chosen], chosen, others)
-    if own and expect["run_folders"]:
-        if job_id is not None and job_id != own.group(1):
-            raise BadInput(f"--job-id {job_id}: {reports} is the folder of job {own.group(1)}")
-        return Run(reports, own.group(1))
-    if job_id is None and expect["job_in_name"]:
-        ids = _job_ids(expect, _report_files(reports))
-        if not ids:
-            raise BadInput(
-                f"no report or run of job {expect['job']} in {reports}: pass --reports DIR "
-                "(the report folder, or one run's folder job<ID>) or --job-id ID"
-            )
-        job_id = max(ids, key=int)
-    return Run(reports, job_id)
+    try:
+        choice = choose_run(reports, job_id, expect["generic_regex"])
+    except RunError as error:
+        raise BadInput(str(error)) from None
+    if choice.job_id is None and expect["job_in_name"]:
+        raise BadInput(
+            f"no report or run of job {expect['job']} in {reports}: pass --reports DIR "
+            "(the report folder, or one run's folder job<ID>) or --job-id ID"
+        )
+    return Run(choice.folder, choice.job_id, choice.others, choice.fetched)
 
 
-def _fetched_run(reports: Path) -> Run:
-    """EKS: the newest run fetch-reports.sh copied into `reports` (run-<created>/), unless
-    `reports` holds reports itself (one run's folder, or reports copied by hand)."""
-    runs = {p.name: p for p in reports.iterdir() if FETCHED_RUN.fullmatch(p.name) and p.is_dir()}
-    if not runs or _report_files(reports):
-        return Run(reports, None)
-    chosen = max(runs)
-    return Run(runs[chosen], None, {k: v for k, v in runs.items() if k != chosen})
-
-
-def _listing(runs: dict[str, Path]) -> str:
-    return ", ".join(f"job {job}" for job in sorted(runs, key=int))
-
-
-def _other_runs_note(expect: dict[str, Any], run: Run) -> str | None:
-    """One line on the runs not checked, with their report counts: what --job-id can pick."""
+def other_runs_note(expect: Expect, run: Run) -> str | None:
+    """One line on the runs not checked, with their report counts: what --job-id (Slurm) or
+    --reports (EKS's fetched runs) can pick."""
     if not run.others:
         return None
     wanted = sum(1 for _ in expected_reports(expect))
-    if run.job_id is None:  # EKS: runs by their folder's name, which sorts by time
-        counts = [
-            f"{name} ({len({_stem(p) for p in _report_files(run.others[name])})} of {wanted} "
-            "reports)"
-            for name in sorted(run.others)
-        ]
+
+    def count(folder: Path) -> str:
+        return f"{len({report_name(p) for p in report_files(folder)})} of {wanted} reports"
+
+    if run.fetched:  # EKS: runs by their folder's name, which sorts by time
+        counts = [f"{name} ({count(run.others[name])})" for name in sorted(run.others)]
         newest = all(name < run.folder.name for name in run.others)
         which = f"the newest run, {run.folder.name}" if newest else run.folder.name
         return (
             f"checked {which}; other runs here, not read: {', '.join(counts)} "
             "(pass --reports DIR/run-... to check one)"
         )
-    counts = [
-        f"job {job} ({len({_stem(p) for p in _report_files(run.others[job])})} of {wanted} reports)"
-        for job in sorted(run.others, key=int)
-    ]
+    counts = [f"job {job} ({count(run.others[job])})" for job in sorted(run.others, key=int)]
     newest = all(int(job) < int(run.job_id or 0) for job in run.others)
     which = f"the newest run, job {run.job_id}" if newest else f"job {run.job_id}"
     return (
@@ -351,15 +642,11 @@ def _other_runs_note(expect: dict[str, Any], run: Run) -> str | None:
     )
 
 
-def _node_names(run_dir: Path) -> dict[int, str]:
+def node_names(run_dir: Path) -> dict[int, str]:
     nodes_file = run_dir / STATE_DIR / "nodes"
     if nodes_file.is_file():
         return dict(enumerate(nodes_file.read_text(encoding="utf-8").split()))
     return {}
-
-
-# ---------------------------------------------------------------------------------------------
-# nsys
 
 
 @dataclass
@@ -369,12 +656,12 @@ class Tools:
     version: str | None
 
 
-def find_tools(expect: dict[str, Any], nsys: str | None, importer: str | None) -> Tools:
-    nsys = nsys or os.environ.get("NSYS") or expect.get("nsys")
-    if nsys and not os.access(nsys, os.X_OK):
-        nsys = shutil.which(nsys) if "/" not in nsys else None
-    if not nsys:
-        nsys = shutil.which("nsys")
+def find_tools(expect: Expect, nsys: str | None, importer: str | None) -> Tools:
+    """--nsys, $NSYS, the setup's nsys (its cluster path) or nsys on PATH; the importer alike."""
+    try:
+        nsys = find_nsys(nsys, expect.get("nsys"))
+    except NoNsys as error:
+        raise BadInput(str(error)) from None
     importer = importer or os.environ.get("QDSTRM_IMPORTER") or expect.get("importer")
     if importer and not os.access(importer, os.X_OK):
         importer = shutil.which("QdstrmImporter")
@@ -402,60 +689,15 @@ def convert(tools: Tools, qdstrm: Path, output: Path) -> str | None:
     return None
 
 
-_SWITCHES: dict[str, list[str]] = {}
-
-
-def export_switches(nsys: str) -> list[str]:
-    """The export switches the analysis needs, where this nsys's export has them:
-    `--include-blobs true` (2025.x) exports NCCL's NVTX payloads (the message sizes);
-    `--include-json true` (2025.6.1+) the composite tables of advanced NCCL tracing
-    (NCCL_GPU_OPERATIONS, with each collective's operationId). `nsysgen analyze` reuses this
-    export and reads the same one it would make itself. nsys 2023.4.4 has neither switch, and
-    refuses a switch it does not know."""
-    if nsys not in _SWITCHES:
-        proc = subprocess.run(
-            [nsys, "export", "--help"], capture_output=True, text=True, check=False
-        )
-        text = proc.stdout + proc.stderr
-        _SWITCHES[nsys] = [
-            part
-            for switch in ("--include-blobs", "--include-json")
-            if switch in text
-            for part in (switch, "true")
-        ]
-    return _SWITCHES[nsys]
-
-
 def export_sqlite(tools: Tools, report: Path) -> tuple[Path | None, str | None]:
     """The report's SQLite export (an up-to-date one is reused); (None, why) if unreadable."""
-    target = report.with_suffix(".sqlite")
-    if target.is_file() and target.stat().st_mtime >= report.stat().st_mtime:
-        return target, None
-    if not tools.nsys:
-        return None, "no nsys to read it (set NSYS or pass --nsys)"
-    # Into a hidden name, renamed into place once whole: a failed export leaves part of one
-    # (nsys 2023.4.4 on a damaged report: an empty file, or the tables it wrote before it
-    # stopped), newer than the report, which this check and nsysgen analyze would then take
-    # for the report's current export.
-    partial = report.with_name(f".{report.stem}.{os.getpid()}.partial.sqlite")
-    proc = subprocess.run(
-        [tools.nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
-        + export_switches(tools.nsys)
-        + ["--output", str(partial), str(report)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        lines = [x for x in (proc.stdout + proc.stderr).splitlines() if "%" not in x]
-        return None, f"nsys export failed (exit {proc.returncode}: {' '.join(lines)[-200:]})"
-    partial.replace(target)
-    return target, None
+    export, why = current_export(tools.nsys, report)
+    return export, (why or None)
 
 
-# ---------------------------------------------------------------------------------------------
-# What a report holds
+NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop and start/end ranges, with and without payload
+NVTX_MARK_TYPES = (34,)  # marks: the step helper marks every optimizer step with one
+_NS = 1e9
 
 
 @dataclass
@@ -588,95 +830,16 @@ def _dropped_events(db: sqlite3.Connection) -> list[str]:
     return _diagnostics(db, "text LIKE '%CUPTI%' AND text LIKE '%drop%'")[:3]
 
 
-def _steps_text(steps: Sequence[int]) -> str:
-    if not steps:
-        return "none"
-    if list(steps) == list(range(steps[0], steps[-1] + 1)):
-        return f"{steps[0]}..{steps[-1]}" if len(steps) > 1 else str(steps[0])
-    return ",".join(map(str, steps))
+# The step helper's mark: the number of the step range it is in, the optimizer's class and
+# index in its process.
+OPTIMIZER_MARK = re.compile(r"nsysgen optimizer step (\d+) (\S+)#(\d+)( skipped)?")
+# What may follow it: the program's counter that numbered the steps and the value it had at this
+# optimizer step. The counter is the program's own expression, which may hold " = " itself: the
+# value is after the last one.
+COUNTER_READ = re.compile(r" \| (.+) = (-?\d+)", re.DOTALL)
 
 
-def never_opened(expect: dict[str, Any]) -> str:
-    """The likely cause when a report holds nothing of the asked capture, by capture mode."""
-    capture = expect["capture"]
-    mode = capture["mode"]
-    if mode == "steps":
-        steps = capture.get("steps") or {}
-        other = steps.get("unopened", "the program never started the capture")
-        return (
-            f"window never reached: the job ended before step {capture['first_step']} (or {other})"
-        )
-    if mode == "nvtx":
-        return (
-            f"capture range never started: the program never opened NVTX range "
-            f"'{capture['nvtx_range']}'"
-        )
-    if capture.get("delay"):
-        return (
-            f"window never reached: the program ended before the window opened "
-            f"({capture['delay']} s after launch)"
-        )
-    return "the program ended before nsys recorded anything"
-
-
-def _check_steps(expect: dict[str, Any], contents: Contents, found: Finding) -> None:
-    capture = expect["capture"]
-    steps = capture["steps"]
-    first, last = capture["first_step"], capture["last_step"]
-    numbering = _read_numbering(contents, first, found)
-    matches = [m for name in contents.ranges if (m := re.fullmatch(steps["regex"], name))]
-    if not matches:
-        if steps.get("unmarked") and contents.kernels:
-            found.notes.append(steps["unmarked"])
-            return
-        found.problems.append(f"no step ranges: asked steps {first}..{last}")
-        found.causes.append(never_opened(expect))
-    elif steps["numbered"]:
-        held = sorted({int(m.group(1)) for m in matches})
-        if held != list(range(first, last + 1)):
-            found.problems.append(f"holds steps {_steps_text(held)}, asked {first}..{last}")
-            found.causes.append(_why_steps_differ(held[-1] < last, last))
-        if capture.get("optimizer_steps"):
-            asked = int(capture["optimizer_steps"])
-            _check_optimizer_steps(steps["regex"], asked, numbering, contents, found)
-    elif len(matches) != last - first + 1:
-        found.problems.append(
-            f"holds {len(matches)} steps, asked {last - first + 1} (steps {first}..{last})"
-        )
-        found.causes.append(_why_steps_differ(len(matches) < last - first + 1, last))
-
-
-def _read_numbering(contents: Contents, first: int, found: Finding) -> dict[int, Numbering]:
-    """How each process's helper numbered its steps (its numbering mark, the first if several),
-    kept in the finding for --json; a note where the numbers are not the program's own, or the
-    program's counter could not be checked before the window."""
-    numbering: dict[int, Numbering] = {}
-    for process, _, text in contents.numbering:
-        mark = NUMBERING_MARK.fullmatch(text)
-        if mark is None or process in numbering or int(mark.group(1)) < 1:
-            continue  # not this protocol's mark: the report is checked as without one
-        per_step, checked, source, how = mark.groups()
-        numbering[process] = Numbering(process, source, how, int(per_step), int(checked))
-    for facts in numbering.values():
-        found.numbering.append(facts)
-        if facts.source == "fallback":
-            # Not a failure of the window: its steps are whole and counted, only their numbers
-            # are nsysgen's (from 0, or from where the helper began counting).
-            found.notes.append(
-                f"process {facts.process}: steps numbered by nsysgen's own count, not the "
-                f'program\'s counter ({facts.text}): a range "step N" may not be the step the '
-                "program's log calls N"
-            )
-        elif facts.source == "counter" and facts.checked == 0:
-            found.notes.append(
-                f"process {facts.process}: steps numbered by the program's counter "
-                f"{facts.text}, which could not be checked before the window (too few steps "
-                f"before step {first})"
-            )
-    return numbering
-
-
-def _check_optimizer_steps(
+def check_optimizer_steps(
     regex: str,
     asked: int,
     numbering: dict[int, Numbering],
@@ -713,7 +876,7 @@ def _check_optimizer_steps(
             found,
         )
     if skipped:
-        found.notes.append(f"{_plural(skipped, 'optimizer step')} skipped by GradScaler (inf/nan)")
+        found.notes.append(f"{plural(skipped, 'optimizer step')} skipped by GradScaler (inf/nan)")
 
 
 def _check_per_step(
@@ -754,13 +917,13 @@ def _check_per_step(
         ]
         _wrong_counts(per_step, counts, names, found, wrong)
     if outside:
-        found.problems.append(f"{_plural(outside, 'optimizer step')} outside the step ranges")
+        found.problems.append(f"{plural(outside, 'optimizer step')} outside the step ranges")
         found.causes.append("the patched loop is not the loop that steps the optimizer")
     offsets = {int(m.group(1)) - steps[i][3] for i, held in enumerate(inside) for m in held}
     if offsets - {0}:
         shift = max(offsets, key=abs)
         found.problems.append(
-            f"step numbers differ from the optimizer step's own by {_steps_text(sorted(offsets))}"
+            f"step numbers differ from the optimizer step's own by {steps_text(sorted(offsets))}"
         )
         found.causes.append(
             f"step numbers are {abs(shift)} {'below' if shift > 0 else 'above'} the number "
@@ -852,8 +1015,8 @@ def _wrong_counts(
     listed = ", ".join(f"step {step} of process {pid}: {held}" for step, pid, held in wrong[:4])
     more = f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""
     found.problems.append(
-        f"{_plural(per_step, 'optimizer step')} per step asked; the step ranges hold "
-        f"{_steps_text(sorted(set(counts)))} ({listed}{more})"
+        f"{plural(per_step, 'optimizer step')} per step asked; the step ranges hold "
+        f"{steps_text(sorted(set(counts)))} ({listed}{more})"
     )
     if without and sum(counts):
         ratio = round(len(counts) / sum(counts))
@@ -873,8 +1036,94 @@ def _wrong_counts(
         )
 
 
-def _plural(count: int, what: str) -> str:
-    return f"{count} {what}{'' if count == 1 else 's'}"
+# The helper's mark as the window opens, once per recording process: how many optimizer steps
+# make one training step, how many of the counter's advances it checked before the window, and
+# what numbers the steps (the program's counter, nsysgen's own count, or nsysgen's count because
+# the counter failed the check: the text says why).
+NUMBERING_MARK = re.compile(
+    r"nsysgen numbering per_step=(\d+) checked=(\d+) (counter|count|fallback)=(.*)", re.DOTALL
+)
+
+
+def never_opened(expect: Expect) -> str:
+    """The likely cause when a report holds nothing of the asked capture, by capture mode."""
+    capture = expect["capture"]
+    mode = capture["mode"]
+    if mode == "steps":
+        steps = capture.get("steps")
+        other = steps["unopened"] if steps else "the program never started the capture"
+        return (
+            f"window never reached: the job ended before step {capture['first_step']} (or {other})"
+        )
+    if mode == "nvtx":
+        return (
+            f"capture range never started: the program never opened NVTX range "
+            f"'{capture['nvtx_range']}'"
+        )
+    if capture.get("delay"):
+        return (
+            f"window never reached: the program ended before the window opened "
+            f"({capture['delay']} s after launch)"
+        )
+    return "the program ended before nsys recorded anything"
+
+
+def check_steps(expect: Expect, steps: StepsContract, contents: Contents, found: Finding) -> None:
+    """The step ranges in a report against the asked steps (a steps capture)."""
+    capture = expect["capture"]
+    first, last = capture["first_step"] or 0, capture["last_step"] or 0
+    numbering = _read_numbering(contents, first, found)
+    matches = [m for name in contents.ranges if (m := re.fullmatch(steps["regex"], name))]
+    if not matches:
+        unmarked = steps.get("unmarked")
+        if unmarked and contents.kernels:
+            found.notes.append(unmarked)
+            return
+        found.problems.append(f"no step ranges: asked steps {first}..{last}")
+        found.causes.append(never_opened(expect))
+    elif steps["numbered"]:
+        held = sorted({int(m.group(1)) for m in matches})
+        if held != list(range(first, last + 1)):
+            found.problems.append(f"holds steps {steps_text(held)}, asked {first}..{last}")
+            found.causes.append(_why_steps_differ(held[-1] < last, last))
+        asked = capture.get("optimizer_steps")
+        if asked:
+            check_optimizer_steps(steps["regex"], asked, numbering, contents, found)
+    elif len(matches) != last - first + 1:
+        found.problems.append(
+            f"holds {len(matches)} steps, asked {last - first + 1} (steps {first}..{last})"
+        )
+        found.causes.append(_why_steps_differ(len(matches) < last - first + 1, last))
+
+
+def _read_numbering(contents: Contents, first: int, found: Finding) -> dict[int, Numbering]:
+    """How each process's helper numbered its steps (its numbering mark, the first if several),
+    kept in the finding for --json; a note where the numbers are not the program's own, or the
+    program's counter could not be checked before the window."""
+    numbering: dict[int, Numbering] = {}
+    for process, _, text in contents.numbering:
+        mark = NUMBERING_MARK.fullmatch(text)
+        if mark is None or process in numbering or int(mark.group(1)) < 1:
+            continue  # not this protocol's mark: the report is checked as without one
+        per_step, checked, source, how = mark.groups()
+        numbering[process] = Numbering(process, source, how, int(per_step), int(checked))
+    for facts in numbering.values():
+        found.numbering.append(facts)
+        if facts.source == "fallback":
+            # Not a failure of the window: its steps are whole and counted, only their numbers
+            # are nsysgen's (from 0, or from where the helper began counting).
+            found.notes.append(
+                f"process {facts.process}: steps numbered by nsysgen's own count, not the "
+                f'program\'s counter ({facts.text}): a range "step N" may not be the step the '
+                "program's log calls N"
+            )
+        elif facts.source == "counter" and facts.checked == 0:
+            found.notes.append(
+                f"process {facts.process}: steps numbered by the program's counter "
+                f"{facts.text}, which could not be checked before the window (too few steps "
+                f"before step {first})"
+            )
+    return numbering
 
 
 def _why_steps_differ(short: bool, last: int) -> str:
@@ -883,10 +1132,7 @@ def _why_steps_differ(short: bool, last: int) -> str:
     return "the capture did not open and close at the asked steps"
 
 
-def _check_window(
-    capture: dict[str, Any], tolerance_s: float, got: float | None, found: Finding
-) -> None:
-    asked = float(capture["duration"])
+def _check_window(asked: float, tolerance_s: float, got: float | None, found: Finding) -> None:
     tolerance = max(tolerance_s, asked * 0.1)
     if got is None:
         found.notes.append("capture length not in the report: not checked")
@@ -901,15 +1147,17 @@ def _check_window(
         )
 
 
-def _check_capture(expect: dict[str, Any], contents: Contents, found: Finding) -> None:
+def _check_capture(expect: Expect, contents: Contents, found: Finding) -> None:
     capture = expect["capture"]
-    if capture["mode"] == "steps" and capture.get("steps"):
-        _check_steps(expect, contents, found)
+    steps = capture.get("steps")
+    if capture["mode"] == "steps" and steps:
+        check_steps(expect, steps, contents, found)
     elif capture["mode"] == "nvtx" and capture["nvtx_range"] not in contents.ranges:
         found.problems.append(f"no NVTX range '{capture['nvtx_range']}'")
         found.causes.append(never_opened(expect))
-    elif capture["mode"] == "window" and capture.get("duration"):
-        _check_window(capture, float(expect["tolerance_s"]), contents.duration_s, found)
+    elif capture["mode"] == "window" and capture["duration"]:
+        duration = float(capture["duration"])
+        _check_window(duration, float(expect["tolerance_s"]), contents.duration_s, found)
 
 
 def _check_traced(trace: set[str], contents: Contents, found: Finding) -> None:
@@ -938,7 +1186,7 @@ def _check_traced(trace: set[str], contents: Contents, found: Finding) -> None:
 
 
 def _check_collectors(
-    planned: dict[str, Any], collectors: bool, contents: Contents, found: Finding
+    planned: CollectorsContract, collectors: bool, contents: Contents, found: Finding
 ) -> None:
     if planned.get("gpu_metrics"):
         if collectors and contents.gpu_metrics == 0:
@@ -970,7 +1218,7 @@ def _check_efa(collectors: bool, contents: Contents, found: Finding) -> None:
         found.causes.append("a second collector per node: the samples are duplicated")
 
 
-def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool) -> Finding:
+def check_contents(expect: Expect, contents: Contents, collectors: bool) -> Finding:
     """What is wrong with a readable report: the capture, the traced APIs, the collectors."""
     found = Finding(label="", node="", status="ok")
     _check_capture(expect, contents, found)
@@ -981,117 +1229,8 @@ def check_contents(expect: dict[str, Any], contents: Contents, collectors: bool)
     return found
 
 
-# ---------------------------------------------------------------------------------------------
-# The whole job
-
-
-def _teardown_cause(folder: Path | None, job_id: str | None) -> str | None:
-    """What the Slurm log of the job says about how it ended, if it is in the folder."""
-    if folder is None or job_id is None:
-        return None
-    for log in sorted(folder.glob(f"*_{job_id}.out")):
-        text = log.read_text(encoding="utf-8", errors="replace")
-        if "DUE TO TIME LIMIT" in text:
-            return "the job hit its time limit"
-        if "CANCELLED AT" in text:
-            return "the job was cancelled"
-    return None
-
-
-def verify(
-    expect: dict[str, Any],
-    reports: Path,
-    job_id: str | None = None,
-    nsys: str | None = None,
-    importer: str | None = None,
-    folder: Path | None = None,
-    presence_only: bool = False,
-) -> Result:
-    run = select_run(expect, reports, job_id)
-    report_dir, job_id = run.folder, run.job_id
-    files = _report_files(report_dir)
-    notes = [note for note in [_other_runs_note(expect, run)] if note]
-    # Reports of other jobs in the same folder (copied or fetched together) are not this run's:
-    # they are named, never checked, and never make this run incomplete.
-    foreign = [p for p in files if job_id and _job_of(expect, p) not in (None, job_id)]
-    if foreign:
-        jobs = sorted({_job_of(expect, p) or "" for p in foreign}, key=int)
-        notes.append(
-            f"{len(foreign)} report file(s) of other jobs in {report_dir} ({', '.join(jobs)}), "
-            "not read"
-        )
-        files = [p for p in files if p not in foreign]
-    tools = find_tools(expect, nsys, importer)
-    if tools.nsys is None and not presence_only:
-        raise BadInput(
-            "no nsys found to read the reports: pass --nsys or set NSYS (or --presence-only "
-            "to check only that every report is there and not empty)"
-        )
-    if presence_only:
-        notes.append("--presence-only: reports were not read, their contents are not checked")
-    wanted = expect["nsys_version"]
-    if tools.version and not tools.version.startswith(wanted):
-        notes.append(f"reports read with nsys {tools.version}; the setup's is {wanted}")
-    nodes = _node_names(report_dir)
-    teardown = _teardown_cause(folder, job_id)
-    claimed: set[Path] = set()
-    findings = []
-    by_stem: dict[str, list[Path]] = {}
-    for path in files:
-        by_stem.setdefault(_stem(path), []).append(path)
-    for entry in expected_reports(expect):
-        mine, node_name = _match_entry(
-            entry, files, by_stem, job_id, nodes.get(entry["node"]), expect["job_in_name"]
-        )
-        finding = _check_one(
-            expect, entry, mine, report_dir, job_id, node_name, tools, presence_only
-        )
-        if finding.status != "ok" and teardown:
-            finding.causes.insert(0, teardown)
-        claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
-        findings.append(finding)
-    _blame_missing_tasks(findings)
-    findings.extend(_extras(expect, [p for p in files if p not in claimed]))
-    return Result(expect["job"], job_id, str(report_dir), wanted, findings, notes)
-
-
-def _blame_missing_tasks(findings: list[Finding]) -> None:
-    """When other reports of the job are there, a missing one is about its own task."""
-    if any(f.status == "ok" for f in findings):
-        for finding in findings:
-            if finding.status == "missing":
-                finding.causes.insert(
-                    0,
-                    "other reports of the job are there: this task failed or ran without nsys "
-                    "(see its lines in the job log), or its report was moved or deleted",
-                )
-
-
-def _match_entry(
-    entry: dict[str, Any],
-    files: list[Path],
-    by_stem: dict[str, list[Path]],
-    job_id: str | None,
-    node_name: str | None,
-    job_in_name: bool,
-) -> tuple[list[Path], str | None]:
-    """The files of one expected report, and its node's name: as nsys wrote it into the report's
-    name, else from the job's node record (job.sbatch writes it). When every part of the name is
-    known, a lookup; else a match over the folder's files."""
-    fmt = entry["name"]
-    if fmt is not None and (job_id or not job_in_name) and (node_name or "{node}" not in fmt):
-        return by_stem.get(fmt.format(job=job_id, node=node_name), []), node_name
-    regex = re.compile(entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or "")))
-    mine = [p for p in files if regex.fullmatch(_stem(p))]
-    for path in mine:
-        match = regex.fullmatch(_stem(path))
-        if match and match.groupdict().get("node"):
-            node_name = match.group("node")
-    return mine, node_name
-
-
 def _expected_name(
-    expect: dict[str, Any], entry: dict[str, Any], job_id: str | None, node: str | None
+    expect: Expect, entry: dict[str, Any], job_id: str | None, node: str | None
 ) -> str | None:
     """The report's file name without suffix, when every part of it is known."""
     fmt = entry.get("name")
@@ -1117,7 +1256,7 @@ def _state_dirs(report_dir: Path, entry: dict[str, Any]) -> list[Path]:
 
 
 def _salvage(
-    expect: dict[str, Any],
+    expect: Expect,
     entry: dict[str, Any],
     qdstrms: list[Path],
     report_dir: Path,
@@ -1138,7 +1277,7 @@ def _salvage(
     target = (
         source.with_suffix(".nsys-rep")
         if source.parent == report_dir
-        else report_dir / f"{name or _stem(source)}.nsys-rep"
+        else report_dir / f"{name or report_name(source)}.nsys-rep"
     )
     why = convert(tools, source, target)
     if why:
@@ -1157,8 +1296,8 @@ def _salvage(
     return target
 
 
-def _check_one(
-    expect: dict[str, Any],
+def check_one(
+    expect: Expect,
     entry: dict[str, Any],
     mine: list[Path],
     report_dir: Path,
@@ -1217,7 +1356,7 @@ def _check_one(
     return finding
 
 
-def _extras(expect: dict[str, Any], files: list[Path]) -> list[Finding]:
+def extras(expect: Expect, files: list[Path]) -> list[Finding]:
     findings = []
     generic = expect["generic_regex"]
     for path in files:
@@ -1226,7 +1365,7 @@ def _extras(expect: dict[str, Any], files: list[Path]) -> list[Finding]:
         elif path.suffix == ".qdstrm":
             continue  # the .nsys-rep of the same name is the one reported
         finding = Finding(label="extra", node="", status="extra", report=path.name)
-        match = re.fullmatch(generic, _stem(path)) if generic else None
+        match = re.fullmatch(generic, report_name(path)) if generic else None
         values = {k: v for k, v in (match.groupdict() if match else {}).items() if v}
         if match:
             who = values.get("SLURM_PROCID") or values.get("SLURM_NODEID") or "?"
@@ -1240,8 +1379,109 @@ def _extras(expect: dict[str, Any], files: list[Path]) -> list[Finding]:
     return findings
 
 
-# ---------------------------------------------------------------------------------------------
-# Output
+def _teardown_cause(folder: Path | None, job_id: str | None) -> str | None:
+    """What the Slurm log of the job says about how it ended, if it is in the folder."""
+    if folder is None or job_id is None:
+        return None
+    for log in sorted(folder.glob(f"*_{job_id}.out")):
+        text = log.read_text(encoding="utf-8", errors="replace")
+        if "DUE TO TIME LIMIT" in text:
+            return "the job hit its time limit"
+        if "CANCELLED AT" in text:
+            return "the job was cancelled"
+    return None
+
+
+def verify(
+    expect: Expect,
+    reports: Path,
+    job_id: str | None = None,
+    nsys: str | None = None,
+    importer: str | None = None,
+    folder: Path | None = None,
+    presence_only: bool = False,
+) -> Result:
+    run = select_run(expect, reports, job_id)
+    report_dir, job_id = run.folder, run.job_id
+    files = report_files(report_dir)
+    notes = [note for note in [other_runs_note(expect, run)] if note]
+    # Reports of other jobs in the same folder (copied or fetched together) are not this run's:
+    # they are named, never checked, and never make this run incomplete.
+    foreign = [p for p in files if job_id and job_in(expect, p) not in (None, job_id)]
+    if foreign:
+        jobs = sorted({job_in(expect, p) or "" for p in foreign}, key=int)
+        notes.append(
+            f"{len(foreign)} report file(s) of other jobs in {report_dir} ({', '.join(jobs)}), "
+            "not read"
+        )
+        files = [p for p in files if p not in foreign]
+    tools = find_tools(expect, nsys, importer)
+    if tools.nsys is None and not presence_only:
+        raise BadInput(
+            "no nsys found to read the reports: pass --nsys or set NSYS (or --presence-only "
+            "to check only that every report is there and not empty)"
+        )
+    if presence_only:
+        notes.append("--presence-only: reports were not read, their contents are not checked")
+    wanted = expect["nsys_version"]
+    if tools.version and not tools.version.startswith(wanted):
+        notes.append(f"reports read with nsys {tools.version}; the setup's is {wanted}")
+    nodes = node_names(report_dir)
+    teardown = _teardown_cause(folder, job_id)
+    claimed: set[Path] = set()
+    findings = []
+    by_stem: dict[str, list[Path]] = {}
+    for path in files:
+        by_stem.setdefault(report_name(path), []).append(path)
+    for entry in expected_reports(expect):
+        mine, node_name = _match_entry(
+            entry, files, by_stem, job_id, nodes.get(entry["node"]), expect["job_in_name"]
+        )
+        finding = check_one(
+            expect, entry, mine, report_dir, job_id, node_name, tools, presence_only
+        )
+        if finding.status != "ok" and teardown:
+            finding.causes.insert(0, teardown)
+        claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
+        findings.append(finding)
+    _blame_missing_tasks(findings)
+    findings.extend(extras(expect, [p for p in files if p not in claimed]))
+    return Result(expect["job"], job_id, str(report_dir), wanted, findings, notes)
+
+
+def _blame_missing_tasks(findings: list[Finding]) -> None:
+    """When other reports of the job are there, a missing one is about its own task."""
+    if any(f.status == "ok" for f in findings):
+        for finding in findings:
+            if finding.status == "missing":
+                finding.causes.insert(
+                    0,
+                    "other reports of the job are there: this task failed or ran without nsys "
+                    "(see its lines in the job log), or its report was moved or deleted",
+                )
+
+
+def _match_entry(
+    entry: dict[str, Any],
+    files: list[Path],
+    by_stem: dict[str, list[Path]],
+    job_id: str | None,
+    node_name: str | None,
+    job_in_name: bool,
+) -> tuple[list[Path], str | None]:
+    """The files of one expected report, and its node's name: as nsys wrote it into the report's
+    name, else from the job's node record (job.sbatch writes it). When every part of the name is
+    known, a lookup; else a match over the folder's files."""
+    fmt = entry["name"]
+    if fmt is not None and (job_id or not job_in_name) and (node_name or "{node}" not in fmt):
+        return by_stem.get(fmt.format(job=job_id, node=node_name), []), node_name
+    regex = re.compile(entry["regex"].replace("(?P<job>[0-9]+)", re.escape(job_id or "")))
+    mine = [p for p in files if regex.fullmatch(report_name(p))]
+    for path in mine:
+        match = regex.fullmatch(report_name(path))
+        if match and match.groupdict().get("node"):
+            node_name = match.group("node")
+    return mine, node_name
 
 
 def as_json(result: Result) -> str:

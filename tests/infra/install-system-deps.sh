@@ -2,11 +2,13 @@
 # Installs the system packages the test suite runs for real: Slurm + munge (local cluster),
 # ShellCheck (generated scripts), zsh (its completion is tested), libssh-dev (QdstrmImporter of the unpacked nsys 2023.4.4),
 # BusyBox (what fetch-reports.sh runs in its helper pod, the busybox image's shell and tools),
-# kubectl (its offline strategic merge patch: how Kubeflow Trainer merges runtimePatches).
+# kubectl (its offline strategic merge patch: how Kubeflow Trainer merges runtimePatches),
+# chromium (analyze's report.html is opened in it headless, driven by Playwright through its
+# executable_path: Playwright's own browser download cannot be reached here).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 missing=()
-for cmd_pkg in slurmctld:slurm-wlm munged:munge shellcheck:shellcheck zsh:zsh busybox:busybox kubectl:kubernetes-client; do
+for cmd_pkg in slurmctld:slurm-wlm munged:munge shellcheck:shellcheck zsh:zsh busybox:busybox kubectl:kubernetes-client chromium:chromium; do
   command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || missing+=("${cmd_pkg#*:}")
 done
 [ -e /usr/lib/x86_64-linux-gnu/libssh.so ] || missing+=(libssh-dev)

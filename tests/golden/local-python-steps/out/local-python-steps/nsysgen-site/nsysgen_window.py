@@ -312,8 +312,62 @@ class Numbering:
         return ""
 
 
-class StepWindow:
-    """Records training steps FIRST..LAST (both included) with cudaProfilerStart/Stop."""
+def _number(env: Mapping[str, str], *names: str) -> int:
+    # Launchers leave rank variables empty or unset; neither may stop the training.
+    for name in names:
+        value = env.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def _torch() -> ModuleType:
+    return sys.modules["torch"] if "torch" in sys.modules else __import__("torch")
+
+
+def _in_backward(torch: Any) -> bool:
+    current = getattr(getattr(torch, "_C", None), "_current_graph_task_id", None)
+    return current is not None and current() != -1
+
+
+def _capturing(torch: Any) -> bool:
+    cuda = getattr(torch, "cuda", None)
+    started = getattr(cuda, "is_initialized", None)
+    capturing = getattr(cuda, "is_current_stream_capturing", None)
+    if started is None or capturing is None or not started():
+        return False
+    try:
+        return bool(capturing())
+    except RuntimeError:  # a torch built without CUDA: nothing is ever captured
+        return False
+
+
+def _state_step(optimizer: Any) -> int | None:
+    # Adam, AdamW and fused variants count steps per parameter (or per group); the count
+    # before this step is the number of steps taken, restored by load_state_dict.
+    try:
+        for group in optimizer.param_groups:
+            if "step" in group and group["step"] is not None:
+                return int(group["step"])
+            for param in group["params"]:
+                state = optimizer.state.get(param)
+                if state and "step" in state:
+                    return int(state["step"])
+                return None
+    except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
+        return None
+    return None
+
+
+def _trains() -> bool:
+    # A launcher (torchrun's agent, deepspeed's) imports torch but never starts CUDA.
+    started = getattr(getattr(_torch(), "cuda", None), "is_initialized", None)
+    return started is None or bool(started())
+
+
+class WindowState:
+    """The window's settings (from the environment) and state, what it says, and how it
+    stops recording."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
@@ -322,7 +376,8 @@ class StepWindow:
         per_step = env.get(OPTIMIZER_STEPS, "").strip()
         self.active = False
         self.installed = False
-        self.owner: StepWindow | None = None  # another copy of the helper hooked torch first
+        # Another copy of the helper (a patched script's own) that hooked torch first: its window.
+        self.owner: Any = None
         self.said: set[str] = set()
         self.patched = False  # open() is called at the loop's top (a training-loop patch)
         self.under_way = False  # patched loop: a step began at open() and has not ended
@@ -372,221 +427,31 @@ class StepWindow:
         except (OSError, ValueError):
             pass  # no stderr (closed, a broken pipe): the message is lost, not the run
 
-    # Installation ------------------------------------------------------------------------
-
-    def install(self) -> None:
-        """Hook every optimizer of the process (once torch is imported)."""
-        if not self.active or self.installed:
-            return
-        self.installed = True
-        try:
-            self._install()
-        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
-            self._fail(error)
-
-    def _install(self) -> None:
+    def _refuse(self, reason: str) -> None:
+        self._say("refused", reason)
+        self.active = False
+        self.done = True
         torch = _torch()
-        __import__("torch.optim.optimizer")
-        # torch.optim deletes its `optimizer` attribute: the module is found in sys.modules.
-        optimizer_module: Any = sys.modules["torch.optim.optimizer"]
-        if not hasattr(optimizer_module, "register_optimizer_step_post_hook"):
-            self._refuse(
-                f"torch {getattr(torch, '__version__', '?')} has no global optimizer step hooks "
-                "(torch >= 2.0): nothing is recorded"
-            )
-            return
-        owner = getattr(optimizer_module, "_nsysgen_window", None)
-        if owner is not None:
-            self.owner = owner  # a patched script's own copy of the helper hooked torch first
-            return
-        optimizer_module._nsysgen_window = self
-        optimizer_module.register_optimizer_step_pre_hook(self._pre)
-        optimizer_module.register_optimizer_step_post_hook(self._post)
-        # GradScaler.step skips optimizer.step() on inf/nan gradients: no hook fires, but the
-        # iteration is over. Seen from here, the step ends anyway, marked "skipped".
-        amp = getattr(torch, "amp", None)
-        cuda_amp = getattr(getattr(torch, "cuda", None), "amp", None)
-        for scaler in (getattr(amp, "GradScaler", None), getattr(cuda_amp, "GradScaler", None)):
-            if scaler is not None and "step" in vars(scaler):
-                scaler.step = self._scaler_step(scaler.step)
-        import atexit
-
-        atexit.register(self._at_exit)
-
-    def _scaler_step(self, step: Callable[..., Any]) -> Callable[..., Any]:
-        window = self
-
-        def scaler_step(scaler: object, optimizer: object, *args: Any, **kwargs: Any) -> Any:
-            seen = window.seen
-            result = step(scaler, optimizer, *args, **kwargs)
-            if window.active and window.seen == seen and window.depth == 0:
-                window._pre(optimizer, args, kwargs)
-                window._post(optimizer, args, kwargs, skipped=True)
-            return result
-
-        return scaler_step
-
-    # The loop's top (training-loop patch) ------------------------------------------------
-
-    def open(self, step: int | None = None) -> None:
-        """Top of an iteration of the step loop: a step begins unless one is under way."""
-        if not self.active:
-            return
-        self.install()
-        if self.owner is not None:
-            self.owner.open(step)
-            return
-        try:
-            self._open(step)
-        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
-            self._fail(error)
-
-    def _open(self, step: int | None) -> None:
-        self.patched = True
-        self.hint.value = step if isinstance(step, int) else None
-        self.hint.given = self.hint.given or self.hint.value is not None
-        if self.under_way or self.done:
-            return
-        self.under_way = True
-        numbering = self.numbering
-        if not self.locked:
-            # The loop's top says which step begins: the window opens with it, not after it.
-            if not numbering.failed[0] and self.hint.value is not None:
-                number = self.hint.value
-            else:
-                number = numbering.number_of_last() + 1 if numbering.steps else 0
-            if not numbering.may_open(number, self.first):
-                return
-            self.locked = True
-            self._say_numbering(number)
-        elif numbering.chosen() == 0 and self.hint.value is not None:
-            number = self.hint.value
-        else:
-            number = self.first if self.pending is None else self.pending
-        self._begin(number)
-
-    begin = open  # the name of earlier releases
-
-    def attach(self, trainer: Any) -> None:
-        """Where a library owns the loop (training-loop.patch calls this before `.train()` or
-        `.fit()`): a callback of the library opens each step at its start, numbered as the
-        library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
-        micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
-        `trainer.global_step` (a micro-batch of the same step opens nothing new)."""
-        if not self.active:
-            return
-        try:
-            self._attach(trainer)
-        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
-            self._fail(error)
-
-    def _attach(self, trainer: Any) -> None:
-        window = self
-        modules = {c.__module__.partition(".")[0] for c in type(trainer).__mro__}
-        if "transformers" in modules:
-            base: Any = __import__("transformers").TrainerCallback
-
-            class HuggingFaceSteps(base):  # type: ignore[misc]
-                def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-                    window.open(state.global_step + 1)
-
-            trainer.add_callback(HuggingFaceSteps())
-            return
-        package = next((m for m in ("lightning", "pytorch_lightning") if m in modules), None)
-        if package is None:
-            names = ", ".join(sorted(modules))
-            raise TypeError(f"no step callback for a trainer of {names}")
-        callbacks = __import__(f"{package}.pytorch" if package == "lightning" else package)
-        callback: Any = (callbacks.pytorch if package == "lightning" else callbacks).Callback
-
-        class LightningSteps(callback):  # type: ignore[misc]
-            def on_train_batch_start(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
-                window.open(trainer.global_step)
-
-        trainer.callbacks.append(LightningSteps())
-
-    def end(self, ended: bool = True) -> None:
-        """Earlier releases ended steps here; now the optimizer step ends them."""
-
-    def close(self) -> None:
-        """Earlier releases ended steps here; now the optimizer step ends them."""
-
-    # Optimizer steps ---------------------------------------------------------------------
-
-    def _pre(self, optimizer: object, args: object, kwargs: object) -> None:
-        try:
-            self._pre_step(optimizer)
-        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
-            self._fail(error)
-
-    def _post(self, optimizer: object, args: object, kwargs: object, skipped: bool = False) -> None:
-        try:
-            self._post_step(optimizer, skipped)
-        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
-            self._fail(error)
-
-    def _pre_step(self, optimizer: object) -> None:
-        if self.depth and optimizer is self.outer:
-            self.depth = 0  # its last step raised (an OOM the script caught): no post hook ran
-        self.depth += 1
-        if self.depth > 1 or not self.active or self.done:
-            return
-        self.outer = optimizer
-        self.seen += 1
-        torch = _torch()
-        if _in_backward(torch):
-            self._refuse(
-                "an optimizer steps inside backward (optimizer-in-backward): its steps cannot "
-                "be told apart from gradient hooks; nothing is recorded (use capture=window or "
-                "capture=nvtx for this script)"
-            )
-            return
-        if _capturing(torch):
-            self._refuse(
-                "an optimizer step is being captured into a CUDA graph (torch.cuda.graph): its "
-                "replays run no optimizer step in Python, so the helper cannot see steps; "
-                "nothing is recorded (use capture=window or capture=nvtx for this script)"
-            )
-            return
-        frame = sys._getframe(1)
-        numbering = self.numbering
-        if not self.locked:
-            if numbering.base is None:
-                numbering.base = _state_step(optimizer) or 0
-            self.readings = tuple(counter.read(frame) for counter in numbering.counters)
-        elif self.recording:
-            index = numbering.chosen()
-            self.reading = None if index is None else numbering.counters[index].read(frame)
-
-    def _post_step(self, optimizer: object, skipped: bool) -> None:
-        self.depth = max(0, self.depth - 1)
-        if self.depth or not self.active or self.done:
-            return
-        index = self.optimizers.setdefault(id(optimizer), len(self.optimizers))
+        self.step = None
+        if self.pushed:  # popped while the capture still records, so that the range ends
+            self.pushed = False
+            torch.cuda.nvtx.range_pop()
         if self.recording:
-            self._mark(optimizer, index, skipped)
-        if not self.locked:
-            # Every optimizer step counts while the cycle of optimizers is learned: one that
-            # ends a step early under a cycle not known yet is still the loop's.
-            if self.numbering.add(index, self.readings):
-                self._ended_before_window()
-            return
-        if self.patched and not self.under_way:
-            return  # outside the patched loop (an evaluation or warm-up step, say)
-        self.taken += 1
-        if self.taken >= (self.numbering.per_step or 1):
-            self._end()
+            self.recording = False
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStop()
 
-    def _mark(self, optimizer: object, index: int, skipped: bool) -> None:
-        number = self.step if self.step is not None else self.numbering.number_of_last()
-        label = f"{OPTIMIZER_MARK} {number} {type(optimizer).__name__}#{index}"
-        label += " skipped" if skipped else ""
-        chosen = self.numbering.chosen()
-        if chosen is not None and self.reading is not None:
-            label += f" | {self.numbering.counters[chosen].name} = {self.reading}"
-        _torch().cuda.nvtx.mark(label)
+    def _fail(self, error: BaseException) -> None:
+        """A failure of the helper itself: the training goes on, without a window."""
+        try:  # noqa: SIM105
+            self._refuse(f"the step helper stopped ({error!r}): the window is not recorded")
+        except Exception:  # noqa: BLE001, S110 - nothing more can be done for the window
+            pass
 
-    # Steps -------------------------------------------------------------------------------
+
+class WindowSteps(WindowState):
+    """Training steps begin and end: the window opens at FIRST, says how it numbers steps,
+    stops after LAST, and says at exit what it holds."""
 
     def _ended_before_window(self) -> None:
         """A training step ended before the window: open it if the next step is FIRST (a
@@ -694,27 +559,6 @@ class StepWindow:
         else:
             self._begin(following)
 
-    def _refuse(self, reason: str) -> None:
-        self._say("refused", reason)
-        self.active = False
-        self.done = True
-        torch = _torch()
-        self.step = None
-        if self.pushed:  # popped while the capture still records, so that the range ends
-            self.pushed = False
-            torch.cuda.nvtx.range_pop()
-        if self.recording:
-            self.recording = False
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStop()
-
-    def _fail(self, error: BaseException) -> None:
-        """A failure of the helper itself: the training goes on, without a window."""
-        try:  # noqa: SIM105
-            self._refuse(f"the step helper stopped ({error!r}): the window is not recorded")
-        except Exception:  # noqa: BLE001, S110 - nothing more can be done for the window
-            pass
-
     def _at_exit(self) -> None:
         try:  # noqa: SIM105
             self._exit_message()
@@ -753,57 +597,221 @@ class StepWindow:
             )
 
 
-def _number(env: Mapping[str, str], *names: str) -> int:
-    # Launchers leave rank variables empty or unset; neither may stop the training.
-    for name in names:
-        value = env.get(name, "").strip()
-        if value.isdigit():
-            return int(value)
-    return 0
+class OptimizerHooks(WindowSteps):
+    """torch's global optimizer step hooks (and GradScaler's skipped steps): each optimizer
+    step is read, marked, and ends a training step when its cycle is done."""
+
+    def install(self) -> None:
+        """Hook every optimizer of the process (once torch is imported)."""
+        if not self.active or self.installed:
+            return
+        self.installed = True
+        try:
+            self._install()
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _install(self) -> None:
+        torch = _torch()
+        __import__("torch.optim.optimizer")
+        # torch.optim deletes its `optimizer` attribute: the module is found in sys.modules.
+        optimizer_module: Any = sys.modules["torch.optim.optimizer"]
+        if not hasattr(optimizer_module, "register_optimizer_step_post_hook"):
+            self._refuse(
+                f"torch {getattr(torch, '__version__', '?')} has no global optimizer step hooks "
+                "(torch >= 2.0): nothing is recorded"
+            )
+            return
+        owner = getattr(optimizer_module, "_nsysgen_window", None)
+        if owner is not None:
+            self.owner = owner  # a patched script's own copy of the helper hooked torch first
+            return
+        optimizer_module._nsysgen_window = self
+        optimizer_module.register_optimizer_step_pre_hook(self._pre)
+        optimizer_module.register_optimizer_step_post_hook(self._post)
+        # GradScaler.step skips optimizer.step() on inf/nan gradients: no hook fires, but the
+        # iteration is over. Seen from here, the step ends anyway, marked "skipped".
+        amp = getattr(torch, "amp", None)
+        cuda_amp = getattr(getattr(torch, "cuda", None), "amp", None)
+        for scaler in (getattr(amp, "GradScaler", None), getattr(cuda_amp, "GradScaler", None)):
+            if scaler is not None and "step" in vars(scaler):
+                scaler.step = self._scaler_step(scaler.step)
+        import atexit
+
+        atexit.register(self._at_exit)
+
+    def _scaler_step(self, step: Callable[..., Any]) -> Callable[..., Any]:
+        window = self
+
+        def scaler_step(scaler: object, optimizer: object, *args: Any, **kwargs: Any) -> Any:
+            seen = window.seen
+            result = step(scaler, optimizer, *args, **kwargs)
+            if window.active and window.seen == seen and window.depth == 0:
+                window._pre(optimizer, args, kwargs)
+                window._post(optimizer, args, kwargs, skipped=True)
+            return result
+
+        return scaler_step
+
+    def _pre(self, optimizer: object, args: object, kwargs: object) -> None:
+        try:
+            self._pre_step(optimizer)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _post(self, optimizer: object, args: object, kwargs: object, skipped: bool = False) -> None:
+        try:
+            self._post_step(optimizer, skipped)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
+
+    def _pre_step(self, optimizer: object) -> None:
+        if self.depth and optimizer is self.outer:
+            self.depth = 0  # its last step raised (an OOM the script caught): no post hook ran
+        self.depth += 1
+        if self.depth > 1 or not self.active or self.done:
+            return
+        self.outer = optimizer
+        self.seen += 1
+        torch = _torch()
+        if _in_backward(torch):
+            self._refuse(
+                "an optimizer steps inside backward (optimizer-in-backward): its steps cannot "
+                "be told apart from gradient hooks; nothing is recorded (use capture=window or "
+                "capture=nvtx for this script)"
+            )
+            return
+        if _capturing(torch):
+            self._refuse(
+                "an optimizer step is being captured into a CUDA graph (torch.cuda.graph): its "
+                "replays run no optimizer step in Python, so the helper cannot see steps; "
+                "nothing is recorded (use capture=window or capture=nvtx for this script)"
+            )
+            return
+        frame = sys._getframe(1)
+        numbering = self.numbering
+        if not self.locked:
+            if numbering.base is None:
+                numbering.base = _state_step(optimizer) or 0
+            self.readings = tuple(counter.read(frame) for counter in numbering.counters)
+        elif self.recording:
+            index = numbering.chosen()
+            self.reading = None if index is None else numbering.counters[index].read(frame)
+
+    def _post_step(self, optimizer: object, skipped: bool) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth or not self.active or self.done:
+            return
+        index = self.optimizers.setdefault(id(optimizer), len(self.optimizers))
+        if self.recording:
+            self._mark(optimizer, index, skipped)
+        if not self.locked:
+            # Every optimizer step counts while the cycle of optimizers is learned: one that
+            # ends a step early under a cycle not known yet is still the loop's.
+            if self.numbering.add(index, self.readings):
+                self._ended_before_window()
+            return
+        if self.patched and not self.under_way:
+            return  # outside the patched loop (an evaluation or warm-up step, say)
+        self.taken += 1
+        if self.taken >= (self.numbering.per_step or 1):
+            self._end()
+
+    def _mark(self, optimizer: object, index: int, skipped: bool) -> None:
+        number = self.step if self.step is not None else self.numbering.number_of_last()
+        label = f"{OPTIMIZER_MARK} {number} {type(optimizer).__name__}#{index}"
+        label += " skipped" if skipped else ""
+        chosen = self.numbering.chosen()
+        if chosen is not None and self.reading is not None:
+            label += f" | {self.numbering.counters[chosen].name} = {self.reading}"
+        _torch().cuda.nvtx.mark(label)
 
 
-def _torch() -> ModuleType:
-    return sys.modules["torch"] if "torch" in sys.modules else __import__("torch")
+class StepWindow(OptimizerHooks):
+    """Records training steps FIRST..LAST (both included) with cudaProfilerStart/Stop."""
 
+    def open(self, step: int | None = None) -> None:
+        """Top of an iteration of the step loop: a step begins unless one is under way."""
+        if not self.active:
+            return
+        self.install()
+        if self.owner is not None:
+            self.owner.open(step)
+            return
+        try:
+            self._open(step)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
 
-def _in_backward(torch: Any) -> bool:
-    current = getattr(getattr(torch, "_C", None), "_current_graph_task_id", None)
-    return current is not None and current() != -1
+    def _open(self, step: int | None) -> None:
+        self.patched = True
+        self.hint.value = step if isinstance(step, int) else None
+        self.hint.given = self.hint.given or self.hint.value is not None
+        if self.under_way or self.done:
+            return
+        self.under_way = True
+        numbering = self.numbering
+        if not self.locked:
+            # The loop's top says which step begins: the window opens with it, not after it.
+            if not numbering.failed[0] and self.hint.value is not None:
+                number = self.hint.value
+            else:
+                number = numbering.number_of_last() + 1 if numbering.steps else 0
+            if not numbering.may_open(number, self.first):
+                return
+            self.locked = True
+            self._say_numbering(number)
+        elif numbering.chosen() == 0 and self.hint.value is not None:
+            number = self.hint.value
+        else:
+            number = self.first if self.pending is None else self.pending
+        self._begin(number)
 
+    begin = open  # the name of earlier releases
 
-def _capturing(torch: Any) -> bool:
-    cuda = getattr(torch, "cuda", None)
-    started = getattr(cuda, "is_initialized", None)
-    capturing = getattr(cuda, "is_current_stream_capturing", None)
-    if started is None or capturing is None or not started():
-        return False
-    try:
-        return bool(capturing())
-    except RuntimeError:  # a torch built without CUDA: nothing is ever captured
-        return False
+    def attach(self, trainer: Any) -> None:
+        """Where a library owns the loop (training-loop.patch calls this before `.train()` or
+        `.fit()`): a callback of the library opens each step at its start, numbered as the
+        library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
+        micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
+        `trainer.global_step` (a micro-batch of the same step opens nothing new)."""
+        if not self.active:
+            return
+        try:
+            self._attach(trainer)
+        except Exception as error:  # noqa: BLE001 - the helper must never stop the training
+            self._fail(error)
 
+    def _attach(self, trainer: Any) -> None:
+        window = self
+        modules = {c.__module__.partition(".")[0] for c in type(trainer).__mro__}
+        if "transformers" in modules:
+            base: Any = __import__("transformers").TrainerCallback
 
-def _state_step(optimizer: Any) -> int | None:
-    # Adam, AdamW and fused variants count steps per parameter (or per group); the count
-    # before this step is the number of steps taken, restored by load_state_dict.
-    try:
-        for group in optimizer.param_groups:
-            if "step" in group and group["step"] is not None:
-                return int(group["step"])
-            for param in group["params"]:
-                state = optimizer.state.get(param)
-                if state and "step" in state:
-                    return int(state["step"])
-                return None
-    except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
-        return None
-    return None
+            class HuggingFaceSteps(base):  # type: ignore[misc]
+                def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                    window.open(state.global_step + 1)
 
+            trainer.add_callback(HuggingFaceSteps())
+            return
+        package = next((m for m in ("lightning", "pytorch_lightning") if m in modules), None)
+        if package is None:
+            names = ", ".join(sorted(modules))
+            raise TypeError(f"no step callback for a trainer of {names}")
+        callbacks = __import__(f"{package}.pytorch" if package == "lightning" else package)
+        callback: Any = (callbacks.pytorch if package == "lightning" else callbacks).Callback
 
-def _trains() -> bool:
-    # A launcher (torchrun's agent, deepspeed's) imports torch but never starts CUDA.
-    started = getattr(getattr(_torch(), "cuda", None), "is_initialized", None)
-    return started is None or bool(started())
+        class LightningSteps(callback):  # type: ignore[misc]
+            def on_train_batch_start(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
+                window.open(trainer.global_step)
+
+        trainer.callbacks.append(LightningSteps())
+
+    def end(self, ended: bool = True) -> None:
+        """Earlier releases ended steps here; now the optimizer step ends them."""
+
+    def close(self) -> None:
+        """Earlier releases ended steps here; now the optimizer step ends them."""
 
 
 window = StepWindow()
