@@ -8,22 +8,7 @@ import ast
 from collections import defaultdict
 
 from tests.conftest import REPO
-from tests.test_layers import ANALYZE, LAYERS, imports, modules, rank
-
-# The standalone layers run where nsysgen is not installed (inside the shipped verifier).
-STANDALONE = ("reports", "shipped")
-
-
-def may_import(layer: str, other: str) -> bool:
-    """tests/test_layers.py's rule, layer by layer (that test enforces it module by module)."""
-    levels = {name: index for index, (name, _) in enumerate(LAYERS)}
-    if layer == "analyze":
-        return other in ("analyze", "base", "reports")
-    if other == "analyze":
-        return layer == "face"
-    if layer in STANDALONE:
-        return other in STANDALONE and levels[other] <= levels[layer]
-    return levels[other] <= levels[layer]
+from tests.test_layers import ANALYZE, LAYERS, imports, may_import, modules, rank
 
 
 def layer_names() -> list[str]:

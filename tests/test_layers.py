@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 # Bottom to top; a module's layer is the longest prefix listed.
 LAYERS = [
-    ("base", ["nsysgen", "nsysgen.errors", "nsysgen.resources"]),
+    ("base", ["nsysgen", "nsysgen.errors", "nsysgen.resources", "nsysgen.links"]),
     # The report-side facts (the run contract, the export, the run's choice): standard library
     # only, imported by analyze and by targets, and shipped inside the verifier.
     ("reports", ["nsysgen.reports"]),
@@ -84,23 +84,30 @@ def rank(module: str) -> tuple[str, int]:
     return LAYERS[max(matches)[1]][0], max(matches)[1]
 
 
+# The standalone layers run where nsysgen is not installed (inside the shipped verifier).
+STANDALONE = ("reports", "shipped")
+
+
+def may_import(layer: str, other: str) -> bool:
+    """The rule, layer by layer (scripts/layers.py draws CONTRIBUTING.md's picture from it)."""
+    levels = {name: index for index, (name, _) in enumerate(LAYERS)}
+    if layer == "analyze":
+        return other in ("analyze", "base", "reports")
+    if other == "analyze":
+        return layer == "face"  # the CLI's lazy dispatch, and the Dask entry point
+    if layer in STANDALONE:
+        return other in STANDALONE and levels[other] <= levels[layer]
+    return levels[other] <= levels[layer]
+
+
 def test_each_layer_imports_only_itself_and_below() -> None:
     known = modules()
     wrong = []
     for module, path in known.items():
-        (layer, level), inside = rank(module), {n for n in imports(path, known) if n in known}
+        layer, inside = rank(module)[0], {n for n in imports(path, known) if n in known}
         for other in inside - {module}:
-            other_layer, other_level = rank(other)
-            if layer == "analyze":
-                ok = other_layer in ("analyze", "base", "reports")
-            elif other_layer == "analyze":
-                ok = layer == "face"  # the CLI's lazy dispatch, and the Dask entry point
-            else:
-                standalone = layer in ("shipped", "reports")  # runs without nsysgen installed
-                ok = other_level <= level and (
-                    not standalone or other_layer in ("shipped", "reports")
-                )
-            if not ok:
+            other_layer = rank(other)[0]
+            if not may_import(layer, other_layer):
                 wrong.append(f"{module} ({layer}) imports {other} ({other_layer})")
     assert not wrong
 

@@ -35,7 +35,6 @@ EXEMPT: dict[str, str] = {
     "nsysgen/analyze/plot.py": ANALYZE,
     "nsysgen/analyze/record.py": ANALYZE,
     "nsysgen/analyze/reduce.py": ANALYZE,
-    "nsysgen/analyze/regress.py": ANALYZE,
     "nsysgen/analyze/report.py": ANALYZE,
     "nsysgen/analyze/steps_cli.py": ANALYZE,
     "nsysgen/analyze/steps_plot.py": ANALYZE,

@@ -28,6 +28,7 @@ from typing import Literal, TypedDict
 
 from nsysgen.analyze import fabric as yardstick
 from nsysgen.analyze.nccl import NcclCall, human_size
+from nsysgen.links import bus_factor
 
 # nccl_bandwidth.csv's columns, summary.json's nccl_by_size keys in this order.
 SizeColumn = Literal[
@@ -54,16 +55,6 @@ class SizeEntry(TypedDict):
     expected_busbw_GBps: float | None  # what the fabric should give; None: no fabric known
     fraction_of_expected: float | None  # transfer_busbw_GBps / expected_busbw_GBps
     flag: str | None  # why the size is flagged (on its transfer figures); None: it is not
-
-
-def bus_factor(op: str, world: int) -> float:
-    """nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md there), from the operation name."""
-    name = op.lower().replace("_", "")
-    if "allreduce" in name:
-        return 2 * (world - 1) / world
-    if any(k in name for k in ("allgather", "reducescatter", "alltoall")):
-        return (world - 1) / world
-    return 1.0  # broadcast, reduce, send/recv
 
 
 def transfer_ns(call: NcclCall, waits: Waits) -> int | None:

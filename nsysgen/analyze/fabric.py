@@ -12,7 +12,7 @@ size's transfer figures (each call's kernel time less its wait for the last peer
 nsysgen/analyze/bandwidth.py), never on a late rank's delay:
 - below the fabric: bus bandwidth under BELOW (25 %) of the expected, for a size large enough to
   be bandwidth-bound: moving it at the expected rate takes at least BOUND_LATENCIES (4) times a
-  collective's latency (30 us, LATENCY_S); smaller sizes are latency-bound, and judged
+  collective's latency (30 us, nsysgen/links.py); smaller sizes are latency-bound, and judged
   only by the next rule;
 - slower than a larger size: a size whose median time exceeds a larger size's of the same
   operation by more than 10 % and 2 us (e.g. 64 KiB in 33.8 us, 1 MiB in 12.3 us): a protocol
@@ -27,14 +27,12 @@ from typing import Any, TypedDict
 import yaml
 
 from nsysgen.analyze.nccl import AnalyzeError
+from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link
 from nsysgen.reports.contract import EXPECT_FILE, ContractError, read_expect
 from nsysgen.resources import CONF_DIR
 
 BELOW = 0.25
 BOUND_LATENCIES = 4
-# A collective's latency (launch and a small message's round trip): the figure of nsysgen's
-# nccl-tests estimate (nsysgen/profile/nccl_run.py LATENCY_S), which the analysis may not import.
-LATENCY_S = 30e-6
 SLOWER_FRACTION, SLOWER_MIN_US = 0.10, 2.0
 NO_FABRIC = "no fabric figures: pass --cluster (a conf/cluster name or a cluster YAML file)"
 
@@ -138,11 +136,8 @@ def expected(fabric: Fabric, world: int) -> tuple[float, str] | None:
     when the link's figure is unknown or one rank has no bus bandwidth."""
     if world < 2:
         return None
-    if world > fabric["gpus_per_node"]:
-        efa = fabric["efa_Gbps"]
-        return (efa / 8, f"EFA {efa:g} Gbps per node") if efa else None
-    nvlink = fabric["nvlink_GBps"]
-    return (nvlink, f"NVLink {nvlink:g} GB/s per GPU") if nvlink else None
+    spans_nodes = world > fabric["gpus_per_node"]
+    return bounding_link(spans_nodes, fabric["nvlink_GBps"], fabric["efa_Gbps"])
 
 
 class Judged(TypedDict):
@@ -161,7 +156,7 @@ def judge(rows: list[dict[str, Any]], fabric: Fabric | None, world: int) -> list
         bus, fraction = row.get("busbw_GBps"), None
         if link is not None and bus is not None:
             fraction = round(bus / link[0], 4)
-            bound = row["size_bytes"] >= link[0] * 1e9 * BOUND_LATENCIES * LATENCY_S
+            bound = row["size_bytes"] >= link[0] * 1e9 * BOUND_LATENCIES * COLLECTIVE_LATENCY_S
             if bound and fraction < BELOW:
                 reasons.append(
                     f"bus bandwidth {bus:.1f} GB/s is {100 * fraction:.0f} % of what "

@@ -167,7 +167,7 @@ def _row(change: Mapping[str, Any]) -> tuple[object, ...]:
         _number(change.get("new")),
         change.get("unit"),
         None if percent is None else f"{percent:+.1f} %",
-        change.get("note") or "",
+        change.get("note") or change.get("cause") or "",
     )
 
 

@@ -117,10 +117,25 @@ def _figures(summary: Summary) -> dict[str, tuple[float, str, bool]]:
             if median is not None:
                 out[f"rank {rank['rank']} median {label}"] = (float(median), "ms", False)
     for row in summary.get("nccl_by_size", []):
-        if row["busbw_GBps"] is not None:
-            name = f"{row['op']} {row['size']} bus bandwidth"
-            out[name] = (float(row["busbw_GBps"]), "GB/s", True)
+        # The transfer's bus bandwidth (the wait for a late peer taken out) where the summary
+        # has it, so that a straggler is not read as a slower fabric; an older summary's
+        # wall-time figure otherwise (compare() keeps like with like).
+        for value, label in ((row.get("busbw_GBps"), "bus bandwidth"),
+                             (row.get("transfer_busbw_GBps"), _TRANSFER)):  # fmt: skip
+            if value is not None:
+                out[f"{row['op']} {row['size']} {label}"] = (float(value), "GB/s", True)
     return out
+
+
+_TRANSFER = "transfer bus bandwidth"
+
+
+def _like_with_like(names: set[str]) -> set[str]:
+    """Where both summaries have a size's transfer bus bandwidth, it alone is compared."""
+    return {
+        n for n in names if not n.endswith(" bus bandwidth") or n.endswith(_TRANSFER)
+        or n.removesuffix("bus bandwidth") + _TRANSFER not in names
+    }  # fmt: skip
 
 
 # A rank's own work, as the summary names its parts.
@@ -178,7 +193,8 @@ def compare(old: Summary, new: Summary, threshold: float, min_ms: float) -> list
     waits_before, waits_after = _waits(old), _waits(new)
     late = (new.get("verdict") or {}).get("late_rank")
     changes = []
-    for name in sorted(before.keys() & after.keys(), key=lambda n: (n != JOB_STEP, n)):
+    common = _like_with_like(before.keys() & after.keys())
+    for name in sorted(common, key=lambda n: (n != JOB_STEP, n)):
         (was, unit, higher_better), (now, _, _) = before[name], after[name]
         note = ""
         if higher_better:

@@ -39,7 +39,7 @@ def ranks_text(ranks: list[int], count: int) -> str:
     return f"{word} {shown}" + (f" and {more:,} more" if more else "")
 
 
-def _steps_text(steps: list[int]) -> str:
+def steps_text(steps: list[int]) -> str:
     return ", ".join(map(str, steps[:12])) + (
         f" and {len(steps) - 12} more" if len(steps) > 12 else ""
     )
@@ -97,14 +97,14 @@ def build(
     ]
     text = (
         f"rank {rank} late on {len(first['steps'])} of {len(judged)} judged steps "
-        f"({_steps_text(first['steps'])}) by {first['mean_lateness_ms']:.1f} ms on average"
+        f"({steps_text(first['steps'])}) by {first['mean_lateness_ms']:.1f} ms on average"
     )
     if waited:
         text += f"; {ranks_text(waited, count)} waited"
     for s in others[:2]:
         text += (
             f"; also rank {s['rank']} ({s['kind']}) on step{'s' if len(s['steps']) > 1 else ''} "
-            f"{_steps_text(s['steps'])} by {s['mean_lateness_ms']:.1f} ms"
+            f"{steps_text(s['steps'])} by {s['mean_lateness_ms']:.1f} ms"
         )
     verdict["text"] = text
     return verdict

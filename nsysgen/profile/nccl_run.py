@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link, bus_factor
 from nsysgen.model import Config, settings_as
 from nsysgen.profile.workloads.nccl import NcclSettings
 
 WARMUP_ITERATIONS = 5  # nccl-tests' default -w
-LATENCY_S = 30e-6  # per collective: launch and a small message's round trip
 EFFICIENCY = 0.8  # bus bandwidth reached, of the link's
 STARTUP_S = 5.0  # MPI/PMIx wire-up, CUDA context, NCCL communicator, for a small job
 STARTUP_PER_NODE_S = 0.01  # the wire-up grows with the job
@@ -29,17 +29,6 @@ def size_bytes(text: str) -> int:
     """nccl-tests' size syntax: a count with an optional K, M, G or T (powers of 1024)."""
     unit = text[-1] if text[-1] in _UNITS else ""
     return int(text.removesuffix(unit)) * _UNITS[unit]
-
-
-def bus_factor(binary: str, ranks: int) -> float:
-    """Bytes on the bus per byte of the message, per nccl-tests' busbw definition."""
-    if ranks < 2:
-        return 1.0
-    if "all_reduce" in binary:
-        return 2 * (ranks - 1) / ranks
-    if any(k in binary for k in ("all_gather", "reduce_scatter", "alltoall")):
-        return (ranks - 1) / ranks
-    return 1.0
 
 
 @dataclass(frozen=True)
@@ -70,13 +59,8 @@ class NcclRun:
 
 def _bus_bandwidth(config: Config) -> tuple[float, str] | None:
     cluster = config.cluster
-    if cluster.nodes > 1:
-        if cluster.efa_Gbps is None:
-            return None
-        return cluster.efa_Gbps / 8 * EFFICIENCY, f"EFA {cluster.efa_Gbps:g} Gbps per node"
-    if cluster.nvlink_GBps is None:
-        return None
-    return cluster.nvlink_GBps * EFFICIENCY, f"NVLink {cluster.nvlink_GBps:g} GB/s per GPU"
+    link = bounding_link(cluster.nodes > 1, cluster.nvlink_GBps, cluster.efa_Gbps)
+    return None if link is None else (link[0] * EFFICIENCY, link[1])
 
 
 def estimate(config: Config) -> NcclRun | None:
@@ -95,6 +79,6 @@ def estimate(config: Config) -> NcclRun | None:
         size *= s.step_factor
     iterations = WARMUP_ITERATIONS + s.iterations + s.check
     factor = bus_factor(s.binary, config.cluster.world_size)
-    per_round = sum(LATENCY_S + n * factor / (bus_GBps * 1e9) for n in sizes)
+    per_round = sum(COLLECTIVE_LATENCY_S + n * factor / (bus_GBps * 1e9) for n in sizes)
     startup = STARTUP_S + STARTUP_PER_NODE_S * config.cluster.nodes
     return NcclRun(len(sizes), iterations, bus_GBps, link, startup, per_round * iterations)

@@ -77,6 +77,9 @@ def test_two_ranks_the_report_names_the_slow_rank_and_the_one_that_waited(
     # Rank 0's longer step is marked as waiting for rank 1, not as a regression of its own.
     rank0 = next(row for row in opened.rows if "rank 0 median step time" in row)
     assert rank0.startswith("waited\t") and "waited for rank 1" in rank0, rank0
+    # Rank 1's own step grew, and the row says which part of its work did.
+    rank1 = next(row for row in opened.rows if "rank 1 median step time" in row)
+    assert rank1.startswith("REGRESSED\t") and "its own work grew: host gaps" in rank1, rank1
     clean_view = browser.inspect(clean / "report.html", screens / "report-2-ranks-clean.png")
     assert clean_view.verdict.startswith("No rank late on the 6 judged steps of 2 ranks")
 

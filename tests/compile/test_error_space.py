@@ -170,7 +170,10 @@ CASES: dict[str, Case] = {
     # --- the mission's EKS example without the image its pods run
     "eks-without-image": Case(
         ("target=eks", "workload=fsdp"),
-        ("workload.container_image: target eks needs the training image", "e.g. <account>"),
+        (
+            "workload.container_image: target eks needs the image your trainer pods run",
+            "add workload.container_image=IMAGE",
+        ),
     ),
     # --- what analyze found instead of reports
     "analyze-archived": Case(

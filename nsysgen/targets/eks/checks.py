@@ -49,8 +49,9 @@ def checks(config: Config, env: JobEnv) -> Iterator[Issue]:
     if not workload.container_image:
         yield Issue(
             "workload.container_image",
-            "target eks needs the training image (allowed: "
-            "an image reference, e.g. <account>.dkr.ecr.<region>.amazonaws.com/fsdp:tag)",
+            "target eks needs the image your trainer pods run, which nsysgen cannot know: add "
+            "workload.container_image=IMAGE (allowed: an image reference in your registry, "
+            "e.g. <account>.dkr.ecr.<region>.amazonaws.com/fsdp:tag)",
         )
     if not DNS_1035.match(config.job.name):
         yield Issue(
