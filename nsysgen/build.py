@@ -22,7 +22,6 @@ from nsysgen.output.shared import write_shared
 from nsysgen.output.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
 from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.profile.lints import Finding
-from nsysgen.profile.recorded import recorded_ranks
 
 SWEEP_INDEX = "nsysgen-sweep.json"
 # What a sweep point's files and manifest record as their command. Points name the index, not
@@ -86,7 +85,7 @@ def build_single(
     records = ""
     if compiled.plan is not None and compiled.target is not None:
         notes = compiled.target.notes(compiled.config, compiled.plan, str(folder.resolve()))
-        records = recorded_ranks(compiled.config, compiled.plan).text()
+        records = compiled.plan.recorded_ranks.text()
     return FolderResult(folder, statuses, tuple(compiled.warnings), compiled.steps, notes, records)
 
 

@@ -13,7 +13,7 @@ from nsysgen.profile.analysis_job import analysis_job, human_seconds
 from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Finding, enabled
 from nsysgen.profile.plan import ProfilePlan, RecordedTask
-from nsysgen.profile.recorded import RecordedRanks, recorded_ranks
+from nsysgen.profile.plan_types import RecordedRanks
 from nsysgen.targets import TARGETS
 from nsysgen.textwidth import PIPE_WIDTH, shell_lines, wrap
 
@@ -55,7 +55,7 @@ def as_dict(
         "recorded_count": reports,
         "recorded_nodes": plan.recorded.nodes,
         "reports_per": plan.recorded.reports_per(),
-        "recorded_ranks": _ranks_dict(recorded_ranks(config, plan)),
+        "recorded_ranks": _ranks_dict(plan.recorded_ranks),
         "report_pattern": _switch_value(plan.profile_args, "--output") + ".nsys-rep",
         # Names spelled out: the first few, or those asked for (--expand N, --ranks A-B).
         "recording": [
@@ -158,7 +158,7 @@ def as_table(
             f"{len(recorded)} task(s) on {recorded.nodes} node(s): {recorded.describe()}, "
             f"{recorded.reports_per()}",
         ),
-        ("ranks recorded", recorded_ranks(config, plan).text()),
+        ("ranks recorded", plan.recorded_ranks.text()),
         (
             "collectors",
             (

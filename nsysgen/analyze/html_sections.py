@@ -283,7 +283,8 @@ def window(summary: Mapping[str, Any]) -> str:
     if own:
         ranks = sorted({r for r, _, _ in own})
         items.append(
-            f"{views.ranks_text(ranks)} opened or closed their own window on another step "
+            f"{views.ranks_text(ranks).capitalize()} opened or closed their own window on another "
+            "step "
             "(ranks on other nodes can start a step apart): those steps are left out for them."
         )
     steps = views.judged_steps(summary)

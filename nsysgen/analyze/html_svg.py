@@ -6,6 +6,7 @@ its exact figure on hover, without script.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from html import escape
@@ -64,7 +65,9 @@ def heatmap(
     left, top_pad = 70.0, 10.0
     width = left + cell_w * len(columns) + 120
     height = top_pad + cell_h * len(rows) + 40
-    body = ['<defs><pattern id="edge" width="6" height="6" patternUnits="userSpaceOnUse">'
+    # One page holds several heatmaps: each its own hatch pattern id (ids are page-wide).
+    hatch = "edge-" + hashlib.sha256(f"{label}|{hue}".encode()).hexdigest()[:10]
+    body = [f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse">'
             '<path d="M0,6 l6,-6" stroke="#bbb" stroke-width="1"/></pattern></defs>']  # fmt: skip
     for i, (name, values) in enumerate(zip(rows, grid, strict=True)):
         y = top_pad + i * cell_h
@@ -81,7 +84,7 @@ def heatmap(
             )
             if j in edge_columns:
                 body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell_w - 1:.1f}" '
-                            f'height="{cell_h - 1:.1f}" fill="url(#edge)"/>')  # fmt: skip
+                            f'height="{cell_h - 1:.1f}" fill="url(#{hatch})"/>')  # fmt: skip
             elif value is not None and value >= floor and cell_w >= 28 and cell_h >= 18:
                 body.append(_text(x + cell_w / 2 - 0.5, y + cell_h * 0.7, _fmt(value), "middle",
                                   'font-size="9"'))  # fmt: skip

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from nsysgen.analyze import html_report, verdict
+from nsysgen.analyze import html_report, views
 from nsysgen.analyze.fabric import Fabric
 from nsysgen.analyze.nccl import human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
@@ -122,7 +122,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     for s in stragglers:
         lines.append(
             f"straggler: rank {s['rank']} ({s['kind']}) late on "
-            f"step{'s' if len(s['steps']) > 1 else ''} {verdict.steps_text(s['steps'])} "
+            f"step{'s' if len(s['steps']) > 1 else ''} {views.steps_text(s['steps'])} "
             f"by {s['mean_lateness_ms']:.1f} ms on average"
         )
     if stepped and not stragglers:

@@ -277,7 +277,13 @@ def _lateness_skip(summary: Summary) -> str | None:
 
 
 def _breakdown_skip(summary: Summary) -> str | None:
-    return None if _ranks(summary) else "no step ranges"
+    ranks = _ranks(summary)
+    if not ranks:
+        return "no step ranges"
+    if not any(any(views.rank_parts(r).values()) for r in ranks):
+        # CPU-only reports: a step is its CPU range, with nothing on a GPU to split it into.
+        return "no judged step has a part measured on the GPU (CPU-only reports, or no judged step)"
+    return None
 
 
 Figure = tuple[str, Callable[[], Any], str | None]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
+from nsysgen.analyze.views import ranks_text, steps_text
 from nsysgen.analyze.waiting import StepVerdict
 
 NAMED = 6  # ranks named in the sentence; the rest counted
@@ -28,21 +29,6 @@ class Verdict(TypedDict):
     waited_count: int
     also: list[Also]  # the other late ranks, latest first
     text: str
-
-
-def ranks_text(ranks: list[int], count: int) -> str:
-    if not ranks:
-        return "no rank"
-    shown = ", ".join(map(str, ranks[:NAMED]))
-    more = count - min(count, NAMED)
-    word = "rank" if count == 1 else "ranks"
-    return f"{word} {shown}" + (f" and {more:,} more" if more else "")
-
-
-def steps_text(steps: list[int]) -> str:
-    return ", ".join(map(str, steps[:12])) + (
-        f" and {len(steps) - 12} more" if len(steps) > 12 else ""
-    )
 
 
 def build(
@@ -100,7 +86,7 @@ def build(
         f"({steps_text(first['steps'])}) by {first['mean_lateness_ms']:.1f} ms on average"
     )
     if waited:
-        text += f"; {ranks_text(waited, count)} waited"
+        text += f"; {ranks_text(waited[:NAMED], NAMED, count)} waited"
     for s in others[:2]:
         text += (
             f"; also rank {s['rank']} ({s['kind']}) on step{'s' if len(s['steps']) > 1 else ''} "

@@ -239,15 +239,17 @@ def waited_for(summary: Mapping[str, Any], late_rank: int, steps: list[int]) -> 
     return [r for r, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def ranks_text(ranks: list[int], most: int = 6) -> str:
-    """ "rank 0", "ranks 0, 2 and 3", "ranks 0, 2, 3, 4, 5, 6 and 1,017 others"."""
+def ranks_text(ranks: list[int], most: int = 6, total: int | None = None) -> str:
+    """ "rank 0", "ranks 0, 2 and 3", "ranks 0, 2, 3, 4, 5, 6 and 1,017 more" (`total`: how many
+    there are, when `ranks` lists only the first of them)."""
+    count = len(ranks) if total is None else max(total, len(ranks))
     if not ranks:
         return "no rank"
-    if len(ranks) == 1:
+    if count == 1:
         return f"rank {ranks[0]}"
     shown = [str(r) for r in ranks[:most]]
-    if len(ranks) > most:
-        return f"ranks {', '.join(shown)} and {len(ranks) - most:,} others"
+    if count > len(shown):
+        return f"ranks {', '.join(shown)} and {count - len(shown):,} more"
     return f"ranks {', '.join(shown[:-1])} and {shown[-1]}"
 
 

@@ -124,7 +124,8 @@ def _several(optimizers: tuple[str, ...], per_step: int | None) -> tuple[tuple[s
     if len(optimizers) < 2:
         return ()
     names = ", ".join(optimizers)
-    if per_step is not None:
+    # 1 (the default) passes the helper no count (workload/steps.py): it learns the cycle.
+    if (per_step or 1) != 1:
         return (("optimizers", f"{names}: {per_step} optimizer steps make one step (set)"),)
     return (
         (

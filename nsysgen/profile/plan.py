@@ -12,7 +12,7 @@ from __future__ import annotations
 from nsysgen.model import Config
 from nsysgen.profile import cuda_trace, nsys_cmd
 from nsysgen.profile.analysis_job import analysis_job
-from nsysgen.profile.estimate import calibration, estimate_report_size, gpus_per_report
+from nsysgen.profile.estimate import calibration, estimate_report_size
 from nsysgen.profile.facts import derive
 from nsysgen.profile.overhead import estimate_slowdown
 from nsysgen.profile.plan_types import (
@@ -22,6 +22,7 @@ from nsysgen.profile.plan_types import (
     Scheduler,
     expand_name,
 )
+from nsysgen.profile.recorded import recorded_ranks
 from nsysgen.profile.teardown import teardown
 from nsysgen.profile.workloads.registry import workload_kind
 from nsysgen.profile.workloads.steps import step_detection
@@ -76,6 +77,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     recorded = (
         found if isinstance(found, RecordedTasks) else RecordedTasks.from_tasks(found, per_node)
     )
+    ranks = recorded_ranks(config, recorded)
     window, window_end = _window(config)
     env_vars = target.variables | facts.job_env.names()
     if config.workload.launch == "per_gpu":
@@ -101,6 +103,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         tasks_per_node=per_node,
         launch=launch,
         recorded=recorded,
+        recorded_ranks=ranks,
         profile_args=tuple(profile),
         collector_args=facts.collector_args,
         env_vars=frozenset(env_vars),
@@ -114,7 +117,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         slowdown=estimate_slowdown(
             kernels_per_second=config.workload.kernels_per_second,
             traces_cuda=any(t.startswith("cuda") for t in config.capture.trace),
-            recorded=len(recorded) * gpus_per_report(config),
+            recorded=ranks.total,
             world_size=config.cluster.world_size,
         ),
         facts=facts,

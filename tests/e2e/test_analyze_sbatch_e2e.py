@@ -123,8 +123,10 @@ def test_outputs_equal_the_single_process_analysis(
     for report in profiled.reports.glob("*.nsys-rep"):
         shutil.copy(report, copy)
     local = tmp_path / "local"
+    # analyze.sbatch holds the sizes against the setup's fabric (its nsysgen-expect.json).
+    expect = profiled.folder / "nsysgen-expect.json"
     result = run_cli("analyze", str(copy), "--nsys", str(nsys_2023), "--serial",
-                     "--output", str(local))  # fmt: skip
+                     "--output", str(local), "--cluster", str(expect))  # fmt: skip
     assert result.code == 0, result.err
 
     def outputs(folder: Path) -> dict[str, bytes]:

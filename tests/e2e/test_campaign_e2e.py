@@ -152,13 +152,15 @@ def test_recipes_stop_on_the_cut_run_and_read_one_complete_run(campaign: Campaig
     out = campaign.reports / f"job{b}" / "recipes" / "nvtx_sum"
     assert (out / "all_stats.parquet").is_file()
     assert not (campaign.reports / f"job{a}" / "recipes").exists()
-    # The range statistics hold run b's two reports only: every step twice, not four times.
+    # The range statistics hold run b's two reports only: a range at most twice, never four
+    # times. (A step at the end of the time window may be in one rank's report only: the two
+    # ranks start their windows a moment apart.)
     read = subprocess.run(
         [sys.executable, "-c", "import sys, pandas; d = pandas.read_parquet(sys.argv[1]); "
-         "print(sorted({int(c) for c in d['Count']}))", str(out / "all_stats.parquet")],
+         "print(max(int(c) for c in d['Count']))", str(out / "all_stats.parquet")],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert read.stdout.strip() == "[2]", read.stdout
+    assert read.stdout.strip() == "2", read.stdout
 
 
 def test_analyze_reads_one_run_and_says_which(

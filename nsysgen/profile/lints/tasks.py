@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from nsysgen.model import Config
 from nsysgen.profile.overhead import THRESHOLD_PERCENT
 from nsysgen.profile.plan_types import ProfilePlan
-from nsysgen.profile.recorded import recorded_ranks
 from nsysgen.profile.secrets import find_secrets
 
 
@@ -77,7 +76,7 @@ def too_many_ranks(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str
 
 
 def more_ranks_than_named(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
-    ranks = recorded_ranks(config, plan)
+    ranks = plan.recorded_ranks
     if ranks.ranks_per_report > 1 and ranks.extra:
         yield (
             "capture.ranks",
@@ -148,9 +147,11 @@ def secrets(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
 def slows_the_job(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     slowdown = plan.slowdown
     if plan.world_size > 1 and slowdown.job_percent > THRESHOLD_PERCENT:
+        # Ranks, not reports: a report of a node's launcher records every rank of the node.
+        recorded = plan.recorded_ranks.total
         yield (
             "capture.ranks",
-            f"recording {len(plan.recorded)} of {plan.world_size} ranks is expected to slow the "
+            f"recording {recorded} of {plan.world_size} ranks is expected to slow the "
             f"whole job by ~{slowdown.job_percent:g} % outside the window (more than "
             f"{THRESHOLD_PERCENT:g} %): {slowdown.basis}; what the measurements support: "
             + "; ".join(slowdown.remedies),

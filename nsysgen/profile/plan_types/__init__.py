@@ -38,6 +38,7 @@ from nsysgen.profile.plan_types.plan import (
     SlowdownEstimate,
     Teardown,
 )
+from nsysgen.profile.plan_types.ranks import RecordedRanks
 from nsysgen.profile.plan_types.tasks import (
     CollectsOf,
     NameOf,
@@ -69,6 +70,7 @@ __all__ = [
     "Program",
     "RankSelection",
     "RecipeRun",
+    "RecordedRanks",
     "RecordedTask",
     "RecordedTasks",
     "Scheduler",

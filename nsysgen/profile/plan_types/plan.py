@@ -13,6 +13,7 @@ from typing import Protocol
 
 from nsysgen.model import Config, Severity
 from nsysgen.profile.plan_types.facts import Facts, LaunchShell, Program
+from nsysgen.profile.plan_types.ranks import RecordedRanks
 from nsysgen.profile.plan_types.tasks import RecordedTask, RecordedTasks
 
 
@@ -60,6 +61,7 @@ class ProfilePlan:
     tasks_per_node: int
     launch: str  # what one task is
     recorded: RecordedTasks
+    recorded_ranks: RecordedRanks  # what those tasks' reports hold, in ranks
     profile_args: tuple[str, ...]  # of a recorded task without collectors
     collector_args: tuple[str, ...]
     env_vars: frozenset[str]  # the variables a task's environment holds
