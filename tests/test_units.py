@@ -20,6 +20,8 @@ from nsysgen.units import human_bytes, human_seconds, rounded_seconds
         (120, "2.0 min"),
         (750, "12.5 min"),
         (11_520, "3.2 h"),
+        (7_199, "2.0 h"),  # 119.98 min would print as 120.0 min
+        (172_799, "2.0 days"),
         (4_465_560, "51.7 days"),
     ],
 )

@@ -198,6 +198,11 @@ def _bare(word: str) -> bool:
 
 
 def _unknown_verb(word: str) -> str:
+    # A group's name alone (`nsysgen cluster`) wants an option, not a verb.
+    from nsysgen.config.compose import GROUPS
+
+    if word in GROUPS:
+        return _bare_word(word)
     return f"{word}: not a verb{suggest(word, list(VERBS))} (allowed: {', '.join(VERBS)})"
 
 

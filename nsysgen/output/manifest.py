@@ -117,8 +117,11 @@ class Manifest:
                     for name, values in dict(data.get("input_keys", {})).items()
                 },
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise TamperedFile(f"{path}: not an nsysgen manifest ({exc!r} is wrong)") from None
+        except KeyError as exc:
+            missing = exc.args[0]
+            raise TamperedFile(f"{path}: not an nsysgen manifest (no {missing!r} key)") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise TamperedFile(f"{path}: not an nsysgen manifest ({exc})") from None
         unsafe = sorted(name for name in manifest.files if not is_safe_relative(name))
         if unsafe or MANIFEST_NAME in manifest.files:
             raise TamperedFile(

@@ -42,6 +42,8 @@ def test_flags_in_both_spellings_and_overrides_in_order() -> None:
         (["compile", "plan"], "plan: the verb comes first: nsysgen plan ..."),
         (["show", "cluster"], "cluster: a group takes an option, as cluster=OPTION (nsysgen "
          "--help lists them)"),
+        (["cluster"], "cluster: a group takes an option, as cluster=OPTION (nsysgen "
+         "--help lists them)"),
         (["compile", "foo"], "foo: not an override (allowed: group=option, key=value, "
          "+key=value, ~key)"),
         (["--config-dir"], "--config-dir needs a directory"),

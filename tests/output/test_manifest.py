@@ -58,7 +58,7 @@ def test_a_built_manifest_reads_back_with_modes_digests_and_sorted_choices(tmp_p
     [
         (b"[1]", "not a JSON object"),
         (b"\xff", "not readable as JSON ('utf-8' codec can't decode byte 0xff in position 0"),
-        (b'{"command": "x"}', "not an nsysgen manifest (KeyError('overrides') is wrong)"),
+        (b'{"command": "x"}', "not an nsysgen manifest (no 'overrides' key)"),
     ],
 )
 def test_a_manifest_that_is_not_one_is_refused(tmp_path: Path, text: bytes, message: str) -> None:
