@@ -1,7 +1,8 @@
 """Second GPU run: where the cost of a step window comes from, and what cudaProfilerStart from
 one worker does to the other workers of the same nsys session (issue 9's question).
 
-Runs on the GPU machine after device.sh's set-up (bench/gpu/device.sh ablate).
+Runs on the GPU machine after device.sh's set-up (bench/gpu/device.sh ablate). SHAPE (compute)
+and ROUNDS (2) shrink it for the CPU dry run (tests/bench/test_gpu_dry_runs_legacy.py).
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ def median_outside(path: Path) -> float:
 
 def overhead() -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
-    for round_ in range(2):
+    for round_ in range(int(os.environ.get("ROUNDS", "2"))):
         for index, (name, flags) in enumerate(VARIANTS.items()):
             timing = ROOT / f"ablate-{index}-{round_}.json"
             program = [
                 sys.executable,
                 str(SCRIPT),
-                "--shape=compute",
+                f"--shape={os.environ.get('SHAPE', 'compute')}",
                 "--steps=60",
                 f"--timing-out={timing}",
             ]
@@ -105,7 +106,8 @@ def session_scope() -> dict[str, object]:
 
 
 def main() -> int:
-    summary = {"overhead_median_step_ms_compute": overhead(), "session_scope": session_scope()}
+    shape = os.environ.get("SHAPE", "compute")
+    summary = {f"overhead_median_step_ms_{shape}": overhead(), "session_scope": session_scope()}
     (OUT / "ablation.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     print(json.dumps(summary, indent=1))
     return 0

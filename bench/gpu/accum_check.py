@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-NSYS = "/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys"
+HOST = os.environ.get("NSYS_HOST", "/opt/nvidia/nsight-compute/2025.3.1/host")  # accum.sh's
+NSYS = f"{HOST}/target-linux-x64/nsys"
 
 
 def inside(rows: list[tuple[int, int, str]], start: int, end: int) -> dict[str, object]:

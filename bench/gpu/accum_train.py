@@ -10,11 +10,13 @@ import torch
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=30)
 parser.add_argument("--grad-accum-steps", type=int, default=4)
+parser.add_argument("--width", type=int, default=2048)  # smaller for the CPU dry runs
 args = parser.parse_args()
 
 torch.manual_seed(0)
+width = args.width
 model = torch.nn.Sequential(
-    *[torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.GELU()) for _ in range(8)]
+    *[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU()) for _ in range(8)]
 ).cuda()
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 grad_accum_steps = args.grad_accum_steps
@@ -24,7 +26,7 @@ for step in range(args.steps):
     loss_accum = 0.0
     for micro_step in range(grad_accum_steps):
         torch.cuda.nvtx.range_push(f"micro {micro_step}")
-        x = torch.randn(256, 2048, device="cuda")
+        x = torch.randn(256, width, device="cuda")
         loss = model(x).square().mean() / grad_accum_steps
         loss_accum += loss.detach()
         loss.backward()

@@ -58,7 +58,7 @@ done
 PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH} python3 - "$work" "$NSYS" > "$OUT/bench26.json" <<'PY'
 import importlib.util, json, os, shutil, subprocess, sys, time
 from pathlib import Path
-from nsysgen.analyze import nccl
+from nsysgen.reports.export import export_switches
 from concurrent.futures import ThreadPoolExecutor
 from nsysgen.analyze import map as analyze_map
 from nsysgen.analyze.map import Progress, Where, map_reports, plan_tasks
@@ -69,7 +69,7 @@ reports = sorted((work / "reports").glob("*.nsys-rep"))
 TABLES = ("^CUPTI_ACTIVITY_KIND_KERNEL$,^CUPTI_ACTIVITY_KIND_RUNTIME$,^CUPTI_ACTIVITY_KIND_MEMCPY$,"
           "^CUPTI_ACTIVITY_KIND_MEMSET$,^NVTX_EVENTS$,^NVTX_PAYLOAD_SCHEMA.*,^StringIds$")
 result = {"reports": len(reports), "report_bytes": [r.stat().st_size for r in reports],
-          "switches": list(nccl.export_options(nsys)), "cores": os.cpu_count(), "seconds": {}}
+          "switches": list(export_switches(nsys)), "cores": os.cpu_count(), "seconds": {}}
 
 
 def timed(name, fn):
@@ -86,7 +86,7 @@ def export(kind, extra, suffix):
     for report in reports:
         target = folder / (report.stem + suffix)
         subprocess.run([nsys, "export", "--type", kind.split("-")[0], "--force-overwrite", "true",
-                        *nccl.export_options(nsys), *extra, "--output", str(target), str(report)],
+                        *export_switches(nsys), *extra, "--output", str(target), str(report)],
                        check=True, capture_output=True)
         outs.append(target)
     return outs
@@ -151,7 +151,7 @@ def exports_at_once():
     with ThreadPoolExecutor(len(reports)) as pool:
         list(pool.map(lambda r: subprocess.run(
             [nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
-             *nccl.export_options(nsys), "--output", str(folder / (r.stem + ".sqlite")), str(r)],
+             *export_switches(nsys), "--output", str(folder / (r.stem + ".sqlite")), str(r)],
             check=True, capture_output=True), reports))
 timed("floor in parallel: every export at once", exports_at_once)
 if result["dask"]:

@@ -4,7 +4,8 @@
 # library only, run from the carried checkout), for the analysis-time estimate that `nsysgen
 # plan` shows (nsysgen/profile/analysis_job.py).
 # A torch loop of small kernels (a launch-bound training step's shape) is profiled for 2, 8 and
-# 24 s; each report is exported once. Prints one JSON line per export; writes export-rate.json.
+# 24 s (RUN_SECONDS: "2 8 24"); each report is exported once. Prints one JSON line per export;
+# writes export-rate.json.
 #   mkdir -p .cache/exp/debs && (cd .cache/exp/debs && apt-get download libdw1 libelf1)
 #   cp bench/gpu/export_rate.sh bench/gpu/nsys-env.sh .cache/exp/ && run(carry=[.cache/exp], command=.cache/exp/export_rate.sh)
 set -euo pipefail
@@ -25,7 +26,7 @@ while time.time() < end:
     torch.cuda.synchronize()
 PY
 results=()
-for seconds in 2 8 24; do
+for seconds in ${RUN_SECONDS:-2 8 24}; do
   "$nsys" profile -t cuda,nvtx,osrt -o "r$seconds" --force-overwrite true python3 loop.py "$seconds" >/dev/null 2>&1
   line=$(PYTHONPATH=$repo python3 - "$nsys" "r$seconds" "$seconds" <<'PY'
 import json, os, sqlite3, subprocess, sys, time

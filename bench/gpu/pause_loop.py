@@ -4,7 +4,8 @@
     python3 pause_loop.py launch|compute WINDOW_S OUT.json
 
 launch: a launch-bound step (400 tiny kernels: the CPU's launch rate sets the step time);
-compute: a compute-bound step (8 large bf16 matmuls: the GPU sets it). Warm-up, then
+compute: a compute-bound step (8 large bf16 matmuls: the GPU sets it; PAUSE_MATMUL_N, 8192, their
+size: smaller for the CPU dry run, tests/bench/test_gpu_dry_runs_legacy.py). Warm-up, then
 cudaProfilerStart at the start of a step, cudaProfilerStop at the start of the first step that
 begins WINDOW_S seconds later, then 30 more steps. Each step ends with a device synchronize, as a
 synchronous training step does at its loss read-out, so a step's time is wall time. The calls
@@ -12,6 +13,7 @@ themselves are timed too.
 """
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,7 +30,8 @@ if mode == "launch":
         for _ in range(400):
             x = x * 1.0001
 else:
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    n = int(os.environ.get("PAUSE_MATMUL_N", "8192"))
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
 
     def step() -> None:
         for _ in range(8):

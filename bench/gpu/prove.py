@@ -20,9 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path("/tmp/nsysgen-gpu")
+# The device's "shared filesystem" and nsys, as prepare.sh compiled them (the CPU dry run's,
+# tests/bench/test_gpu_dry_runs_legacy.py, through device.sh).
+ROOT = Path(os.environ.get("GPU_ROOT", "/tmp/nsysgen-gpu"))
 HERE = Path(__file__).resolve().parent  # device/ in the carried tree
-NSYS = "/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys"
+HOST = os.environ.get("NSYS_HOST", "/opt/nvidia/nsight-compute/2025.3.1/host")
+NSYS = f"{HOST}/target-linux-x64/nsys"
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
 JOB_ID = 100
 
@@ -151,7 +154,8 @@ def has_gpu_metrics(db: Path) -> bool:
 
 
 def reports(name: str) -> list[Path]:
-    return sorted((ROOT / "nsight-reports" / name).glob("*.nsys-rep"))
+    """The setup's reports: each run's in its own folder, nsight-reports/NAME/job<ID>/."""
+    return sorted((ROOT / "nsight-reports" / name).glob("**/*.nsys-rep"))
 
 
 def step_times(path: Path, window: tuple[int, int]) -> dict[str, float]:
@@ -178,7 +182,8 @@ def main() -> int:
     # the window variables (the patch does nothing then).
     rounds = int(os.environ.get("ROUNDS", "2"))
     parts = os.environ.get("PARTS", "6,8,9").split(",")
-    for shape in ("compute", "launch") if "6" in parts else ():
+    shapes = os.environ.get("SHAPES", "compute,launch").split(",")  # the CPU dry run: launch
+    for shape in shapes if "6" in parts else ():
         runs: dict[str, list[float]] = {"unprofiled": [], "window": [], "whole": []}
         for attempt in range(rounds):
             script = ROOT / "work/tests/workloads/gpu_train.py"

@@ -21,8 +21,9 @@ Subcommands:
   and, where the carried tree's nsysgen imports, the stragglers it finds).
 
 The analysis proper runs on the CPU machine over the trimmed exports (bench/gpu/x2_collect.py).
-X2_ROOT, X2_NSYS and X2_PHASES=post let the post-processing be dry-run on a CPU machine with
-a stand-in nsys over exports that already exist.
+X2_ROOT, NSYS_HOST (the bundle's host folder; both compiled into the jobs), X2_NSYS and
+X2_PHASES=post let it be dry-run on a CPU machine with a stand-in nsys
+(tests/bench/test_gpu_dry_runs_legacy.py).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ import prove  # noqa: E402  (bench/gpu/prove.py, copied beside this file on the 
 
 ROOT = Path(os.environ.get("X2_ROOT", str(prove.ROOT)))
 prove.ROOT = ROOT
-NSYS = os.environ.get("X2_NSYS", prove.NSYS)
+NSIGHT_ROOT = os.environ.get("NSYS_HOST", "/opt/nvidia/nsight-compute/2025.3.1/host")
+NSYS = os.environ.get("X2_NSYS", f"{NSIGHT_ROOT}/target-linux-x64/nsys")
 prove.NSYS = NSYS
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
 START = time.monotonic()
@@ -124,7 +126,7 @@ def overrides(job: str) -> list[str]:
         "cluster.nodes=1",
         "cluster.gpus_per_node=2",
         f"cluster.shared_fs={ROOT}",
-        "cluster.nsight_root=/opt/nvidia/nsight-compute/2025.3.1/host",
+        f"cluster.nsight_root={NSIGHT_ROOT}",
         "nsight=2025.3.1",
         "workload=python",
         "workload.python.interpreter=python3",
@@ -133,6 +135,7 @@ def overrides(job: str) -> list[str]:
         f"workload.python.loop_line={loop_line}",
         f"workload.python.args={args}",
         "capture=steps",
+        "capture.step_method=patch",  # the patch: ablate_launch.py runs the script outside the jobs
         f"capture.first_step={FIRST}",
         f"capture.last_step={LAST}",
         "capture.ranks=all",
@@ -305,7 +308,9 @@ def reduce_job(job: str, found: dict[Path, Path | None], exports: Path, modules:
     except Exception as error:  # noqa: BLE001 - a finding, not a reason to stop
         analysed = {"error": repr(error)}
     entry["device_analysis"] = analysed
-    problems = judge(job, analysed.get("stragglers", []), list(range(FIRST + 1, LAST + 1)))
+    # Neither edge of the window is judged (nsysgen/analyze/stragglers.py: the pauses as the
+    # capture opens and closes).
+    problems = judge(job, analysed.get("stragglers", []), list(range(FIRST + 1, LAST)))
     entry["device_check"] = problems or "planted stragglers named, nothing else"
     log(job, "stragglers:", json.dumps(analysed.get("stragglers"))[:600])
     log(job, "check:", entry["device_check"])
@@ -314,10 +319,11 @@ def reduce_job(job: str, found: dict[Path, Path | None], exports: Path, modules:
 def recipes(stage: Path) -> None:
     """nsys's recipes over the RECIPE_JOB's reports, in parallel, within the deadline."""
     budget = max(0.0, left() - 20)
-    folder = ROOT / "nsight-reports" / job_name(RECIPE_JOB)
-    if budget < 30 or not prove.reports(job_name(RECIPE_JOB)):
-        SUMMARY["recipes"] = {"skipped": f"{budget:.0f} s left"}
+    found = prove.reports(job_name(RECIPE_JOB))
+    if budget < 30 or not found:
+        SUMMARY["recipes"] = {"skipped": f"{budget:.0f} s left, {len(found)} reports"}
         return
+    folder = found[0].parent  # the run's own folder, nsight-reports/x2-slow/job<ID>/
     out = stage / "recipes"
     out.mkdir(parents=True, exist_ok=True)
 
@@ -370,9 +376,9 @@ def pack(stage: Path) -> None:
             for path in sorted((stage / folder).rglob("*")):
                 if path.is_file() and path.stat().st_size < 4 << 20:
                     tar.add(path, arcname=str(path.relative_to(stage)))
-    reports = sorted((ROOT / "nsight-reports").glob("x2-*/*.nsys-rep"))
+    reports = [r for job in JOBS for r in prove.reports(job_name(job))]
     if sum(r.stat().st_size for r in reports) > 15 << 20:
-        reports = [r for r in reports if r.parent.name == job_name(RECIPE_JOB)]
+        reports = prove.reports(job_name(RECIPE_JOB))
     with tarfile.open(OUT / "x2-reports.tar", "w") as tar:
         for report in reports:
             tar.add(report, arcname=report.name)

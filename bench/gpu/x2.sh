@@ -15,9 +15,15 @@
 # Everything ends within X2_DEADLINE_S (default 465 s) of the start. Back in $OUT: x2.log,
 # x2.json, x2-exports.tar.gz, x2-stats.tar.gz, x2-reports.tar, ablation-launch-nccl.json.
 # Then, on the CPU machine: python3 bench/gpu/x2_collect.py FILES_AT (tests data, results).
+# For the CPU dry run (tests/bench/test_gpu_dry_runs_legacy.py; the device needs neither), the
+# same in prepare and run: X2_ROOT (/tmp/nsysgen-gpu), the device's "shared filesystem", compiled
+# into the jobs; NSYS_HOST (/opt/nvidia/nsight-compute/2025.3.1/host), the bundle's host folder
+# (as nsys-env.sh names it). X2_JOB_TIMEOUT_S (75): the limit of each issue-17 job.
 set -euo pipefail
 mode=${1:?usage: x2.sh prepare|run DIR} dir=${2:?usage: x2.sh prepare|run DIR}
-root=/tmp/nsysgen-gpu # the device's "shared filesystem" (x2.py's ROOT)
+export X2_ROOT=${X2_ROOT:-/tmp/nsysgen-gpu} # the device's "shared filesystem" (x2.py's ROOT)
+export NSYS_HOST=${NSYS_HOST:-/opt/nvidia/nsight-compute/2025.3.1/host}
+root=$X2_ROOT nsys=$NSYS_HOST/target-linux-x64/nsys
 
 prepare() {
   dir=$(realpath -m "$dir")
@@ -51,19 +57,19 @@ run() {
   chmod +x "$dir"/shim/* "$root"/generated/*/nsys-exec
   for deb in "$dir"/debs/*.deb; do dpkg -x "$deb" "$root/libs"; done
   export LD_LIBRARY_PATH=$root/libs/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export PATH=/opt/nvidia/nsight-compute/2025.3.1/host/linux-desktop-glibc_2_11_3-x64:$PATH
+  export PATH=$NSYS_HOST/linux-desktop-glibc_2_11_3-x64:$PATH
   # NVLink multicast stays off on the shared machines (device KINDS.md).
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
   export PYTHONUNBUFFERED=1
   nvidia-smi -L
   python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.device_count(), "GPUs")'
   # Issue 17 first (the data); its own deadline leaves issue 20 at least 230 s.
-  X2_REPO=$PWD X2_DEADLINE_S=$((deadline - 240)) X2_JOB_TIMEOUT_S=75 \
+  X2_REPO=$PWD X2_NSYS=$nsys X2_DEADLINE_S=$((deadline - 240)) X2_JOB_TIMEOUT_S=${X2_JOB_TIMEOUT_S:-75} \
     timeout -k 10 $((deadline - 230)) python3 "$dir/x2.py" run || status17=$?
   left=$((deadline - (SECONDS - start) - 10))
   if [ "$left" -ge 60 ]; then
     status20=0
-    ABLATE_ROOT=$root ABLATE_WRAPPER=generated/x2-clean/nsys-exec WARMUP=0 DEADLINE_S=$left \
+    ABLATE_ROOT=$root ABLATE_NSYS=$nsys ABLATE_WRAPPER=generated/x2-clean/nsys-exec WARMUP=0 DEADLINE_S=$left \
       timeout -k 10 $((left + 20)) python3 "$dir/ablate_launch.py" --nccl || status20=$?
   fi
   echo "x2: issue 17 exit $status17, issue 20 exit $status20, $((SECONDS - start)) s"

@@ -79,7 +79,9 @@ from nsysgen.patching.syntax import Function
 
 def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | None) -> StepLoop:
     script = Script(tree, code)
-    refusal = captured_step(tree, lambda statement: STEP in script.reaches(statement))
+    refusal = captured_step(
+        tree, lambda statement: STEP in script.reaches(statement), script.reaches_block
+    )
     if refusal is not None:
         raise FindError(refusal)
     loop: Loop | Function | None = find_step_loop(script, loop_line)

@@ -6,7 +6,8 @@ warm-up iterations, captures one iteration, optimizer step included, in
 and no Python: no optimizer step hook fires, so the step helper cannot see those steps, and the
 warm-up loop is the only loop left that looks like a training loop. Such a script is refused.
 A capture of forward and backward only, with the optimizer stepped eagerly after each replay (the
-notes' "Usage with torch.cuda.amp"), is fine: there `g.replay()` runs the step's backward.
+notes' "Usage with torch.cuda.amp"), is fine: there `g.replay()` runs the step's backward. So is
+a graph that is one mode of a script whose replay loop steps eagerly in its other branch.
 `torch.compile(mode="reduce-overhead")` graphs the model only, and the optimizer steps eagerly.
 """
 
@@ -45,12 +46,41 @@ def captures(tree: ast.Module) -> list[Capture]:
     return sorted(found, key=lambda capture: capture.line)
 
 
-def captured_step(tree: ast.Module, steps: Callable[[ast.stmt], bool]) -> str | None:
-    """The refusal, when a capture holds a statement that `steps` says steps an optimizer."""
+def captured_step(
+    tree: ast.Module,
+    steps: Callable[[ast.stmt], bool],
+    steps_eagerly: Callable[[list[ast.stmt]], bool],
+) -> str | None:
+    """The refusal, when a capture holds a statement that `steps` says steps an optimizer, and
+    no loop that replays a graph also steps an optimizer eagerly (`steps_eagerly` of its body).
+    A script whose graph is one mode of several (`if graph is not None: graph.replay() else:
+    ... optimizer.step()`) trains eagerly in the other: the compile takes its loop, and the step
+    helper refuses the graph mode when it runs (it sees the capture)."""
     for capture in captures(tree):
         if any(steps(statement) for statement in capture.body):
+            if any(steps_eagerly(loop.body) for loop in replaying_loops(tree)):
+                return None
             return REFUSAL.format(capture=capture.text, line=capture.line)
     return None
+
+
+def replaying_loops(tree: ast.Module) -> list[ast.For | ast.AsyncFor | ast.While]:
+    """Loops that replay a CUDA graph (`g.replay()` anywhere in their body)."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While)
+        and any(_replays(inner) for statement in node.body for inner in ast.walk(statement))
+    ]
+
+
+def _replays(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "replay"
+        and not node.args
+    )
 
 
 def is_graph_context(call: ast.expr) -> bool:

@@ -64,6 +64,36 @@ def test_a_raw_capture_is_refused_too() -> None:
     assert str(error.value) == expected
 
 
+def test_a_graph_that_is_one_mode_of_the_script_leaves_the_eager_loop_to_the_compile() -> None:
+    """`--graph` captures the whole step, else the loop steps eagerly (tests/workloads/
+    gpu_train.py): the compile takes the loop, and the helper refuses the graph mode when it
+    runs (it sees the capture: nsysgen/shipped/step_window/hooks.py)."""
+    source = script("""
+        def capture(model, optimizer):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                model(static_input).sum().backward()
+                optimizer.step()
+            return g
+
+        graph = capture(model, optimizer) if args.graph else None
+        for step in range(100):  # step loop
+            if graph is not None:
+                graph.replay()
+            else:
+                model(batch).sum().backward()
+                optimizer.step()
+    """)
+    found = analyse(source)
+    assert (found.node.lineno, found.step) == (marked(source), "step")
+    # The same capture with only the replay in the loop: refused, as the whole network above.
+    eager = "    else:\n        model(batch).sum().backward()\n        optimizer.step()\n"
+    replay_only = source.replace(eager, "")
+    assert replay_only != source
+    with pytest.raises(PatchError, match="inside a CUDA graph capture"):
+        analyse(replay_only)
+
+
 def test_an_eager_optimizer_step_after_a_replay_is_the_step() -> None:
     # Forward and backward captured, the optimizer stepped eagerly: the replay loop trains.
     source = WHOLE_NETWORK.replace("    optimizer.step()\nfor", "for")
