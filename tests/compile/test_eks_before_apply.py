@@ -17,6 +17,9 @@ from nsysgen.config.compose import Composer
 from nsysgen.pipeline import build_config
 from nsysgen.targets.eks import TARGET
 
+# slow: every EKS setup compiled and its scripts run (about 8 s on 2 cores).
+pytestmark = pytest.mark.slow
+
 IMAGE = "workload.container_image=registry.example.com/fsdp:1"
 ON_FS = "/fsx/awsome-distributed-training/3.test_cases/pytorch/FSDP/src/train.py"  # the default
 IN_IMAGE = "/workspace/fsdp/train.py"

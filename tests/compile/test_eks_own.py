@@ -27,9 +27,13 @@ from tests.trainer_merge import admission_problems, kubectl, runtime, trainer_po
 
 OWN = REPO / "tests" / "user_jobs" / "k8s"
 EKS = ["target=eks", "workload=fsdp", "workload.container_image=registry.example.com/fsdp:1"]
-pytestmark = pytest.mark.skipif(
-    kubectl() is None, reason="kubectl missing (tests/infra/install-system-deps.sh installs it)"
-)
+# slow: every stack's manifests merged and checked (about 16 s on 2 cores).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        kubectl() is None, reason="kubectl missing (tests/infra/install-system-deps.sh installs it)"
+    ),
+]
 
 
 @pytest.fixture(autouse=True)

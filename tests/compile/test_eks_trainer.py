@@ -26,6 +26,9 @@ from tests.trainer_merge import (
     trainjob_crd,
 )
 
+# slow: every Trainer release and runtime merged (about 16 s on 2 cores).
+pytestmark = pytest.mark.slow
+
 IMAGE = "workload.container_image=registry.example.com/fsdp:1"
 EKS = ["target=eks", "workload=fsdp", IMAGE]
 VOLUME_INJECTORS = ["sidecar", "operator-1"]

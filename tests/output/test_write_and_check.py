@@ -15,6 +15,9 @@ import pytest
 from nsysgen.output.manifest import MANIFEST_NAME
 from tests.conftest import REPO, RunCli, tree_bytes
 
+# slow: compiles, checks and regenerates real folders (about 11 s on 2 cores).
+pytestmark = pytest.mark.slow
+
 STEPS = ["workload=fsdp", "capture=steps", "capture.step_method=patch", "job.name=train"]
 WINDOW = ["workload=fsdp", "capture=window", "job.name=train"]
 
