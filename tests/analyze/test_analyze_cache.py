@@ -122,6 +122,7 @@ def test_cached_run_imports_neither_dask_nor_matplotlib_and_writes_the_same(
     assert outputs(first) == outputs(from_scratch)
 
 
+@pytest.mark.slow
 def test_only_a_changed_report_is_computed_again(
     tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,6 +155,7 @@ def test_only_a_changed_report_is_computed_again(
     assert ran[3:] == ["job_rank0_a"]
 
 
+@pytest.mark.slow
 def test_a_damaged_cache_or_other_code_is_computed_again(
     tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

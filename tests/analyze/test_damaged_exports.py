@@ -19,6 +19,8 @@ GPU = REPO / "tests" / "data" / "gpu"
 EXPORT = GPU / "nccl-allreduce.sqlite"  # nsys 2025.3.1, 2 x H200
 REPORT = GPU / "steps-launch-window-40-44.nsys-rep"
 HOW = {"serial": ["--serial"], "dask": ["--workers", "2"]}
+# The Dask variants start a local cluster each (seconds): the slow tier runs them.
+HOWS = [pytest.param(name, marks=[pytest.mark.slow] if name == "dask" else []) for name in HOW]
 REFUSED = "not a complete nsys SQLite export"
 REEXPORT = "re-export it with nsys export, or delete it\n"
 
@@ -58,7 +60,7 @@ def refused(run_cli: RunCli, reports: Path, *args: str) -> str:
     return result.err
 
 
-@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("how", HOWS)
 def test_an_export_cut_to_half_is_refused_by_name(
     tmp_path: Path, run_cli: RunCli, how: str
 ) -> None:
@@ -70,7 +72,7 @@ def test_an_export_cut_to_half_is_refused_by_name(
     )
 
 
-@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("how", HOWS)
 def test_an_empty_export_is_refused_not_read_as_no_calls(
     tmp_path: Path, run_cli: RunCli, how: str
 ) -> None:
@@ -96,7 +98,7 @@ def test_every_damaged_export_of_a_folder_is_named_at_once(tmp_path: Path, run_c
     ]
 
 
-@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("how", HOWS)
 def test_damage_inside_an_export_of_its_full_size_is_refused(
     tmp_path: Path, run_cli: RunCli, how: str
 ) -> None:
@@ -135,7 +137,7 @@ def test_an_empty_export_beside_its_report_is_refused_not_taken_as_current(
 
 
 @pytest.mark.nsys
-@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("how", HOWS)
 def test_a_report_cut_short_fails_its_export_by_name(
     tmp_path: Path, run_cli: RunCli, real_nsys: Path, how: str
 ) -> None:

@@ -66,6 +66,7 @@ def _summary(tmp_path: Path, run_cli: RunCli, operations: bool) -> dict[str, Any
     return summary
 
 
+@pytest.mark.slow
 def test_collectives_are_matched_by_operation_id_where_the_report_has_it(
     tmp_path: Path, run_cli: RunCli
 ) -> None:

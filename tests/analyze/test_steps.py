@@ -302,6 +302,7 @@ def assert_agrees_with_nsys_stats(summary: dict[str, Any], stats_dir: Path) -> N
             assert step["gpu_ms"] == pytest.approx(proj[f"step {step['step']}"], rel=0.01)
 
 
+@pytest.mark.slow
 def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
     """1000 steps on 300 ranks: the heatmap and the bars keep their size (16 x 10 inches at the
     most) and a readable number of tick labels, instead of a 50,000-pixel-wide image."""
