@@ -138,8 +138,10 @@ def test_outputs_equal_the_single_process_analysis(
     remote = outputs(on_dask.out)
     assert remote == outputs(local)
     assert {"summary.json", "steps.csv", "ranks.csv", "stragglers.csv"} <= set(remote)
-    # What it printed, too (the paths it wrote aside).
-    printed = [line for line in result.out.splitlines() if not line.startswith("wrote ")]
+    # What it printed, too (the paths it wrote, and the report's, aside).
+    printed = [
+        line for line in result.out.splitlines() if not line.startswith(("wrote ", "report: "))
+    ]
     assert printed and all(line in on_dask.lines() for line in printed), printed
     # And the result is the program's: rank 3 late on steps 3 and 6.
     summary = json.loads((on_dask.out / "summary.json").read_text())
