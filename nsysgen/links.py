@@ -22,6 +22,11 @@ def bus_factor(name: str, ranks: int) -> float:
     return 1.0  # broadcast, reduce, send/recv
 
 
+def spans_nodes(ranks: int, gpus_per_node: int) -> bool:
+    """A job of `ranks` one-GPU ranks crosses nodes once it holds more than a node's GPUs."""
+    return ranks > gpus_per_node
+
+
 def bounding_link(
     spans_nodes: bool, nvlink_GBps: float | None, efa_Gbps: float | None
 ) -> tuple[float, str] | None:

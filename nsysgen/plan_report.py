@@ -9,13 +9,14 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.profile import nccl_run, pause
-from nsysgen.profile.analysis_job import analysis_job, human_seconds
+from nsysgen.profile.analysis_job import analysis_job
 from nsysgen.profile.estimate import human_bytes
 from nsysgen.profile.lints import Finding, enabled
 from nsysgen.profile.plan import ProfilePlan, RecordedTask
 from nsysgen.profile.plan_types import RecordedRanks
 from nsysgen.targets import TARGETS
 from nsysgen.textwidth import PIPE_WIDTH, shell_lines, wrap
+from nsysgen.units import rounded_seconds
 
 _SAMPLE = 8  # report names shown (table and JSON) unless --expand asks for more
 
@@ -187,7 +188,7 @@ def as_table(
         ("names unique", "yes" if data["report_names_unique"] else "NO (see NSG002)"),
         (
             "analysis",
-            f"~{human_seconds(job['estimate_s'])} with {job['nodes'] * job['workers_per_node']} "
+            f"~{rounded_seconds(job['estimate_s'])} with {job['nodes'] * job['workers_per_node']} "
             f"Dask worker(s) ({job['nodes']} node(s) x {job['workers_per_node']}, "
             f"{job['worker_memory_gb']} GB each; analysis.*)",
         ),

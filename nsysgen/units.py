@@ -9,7 +9,7 @@ def human_seconds(seconds: float) -> str:
     """A duration as a person reads it: fixed notation in a unit that fits (0.28 s, 56.4 s,
     12.5 min, 3.2 h, 51.7 days), never `4.46556e+06 s`. Every estimated duration that plan,
     the lints and the generated files print goes through here."""
-    if seconds < 120:
+    if round(seconds) < 120:  # judged as printed: 119.6 s would read 120 s
         # Up to 3 significant digits (a fit's estimate holds no more), trailing zeros dropped.
         digits = 3 - len(str(int(seconds))) if seconds >= 1 else 3
         text = f"{seconds:.{max(digits, 0)}f}"
@@ -24,9 +24,10 @@ def human_seconds(seconds: float) -> str:
 
 def rounded_seconds(seconds: float) -> str:
     """A duration in whole seconds, minutes or tenths of hours (the analysis job's estimate)."""
-    if seconds < 120:
+    # Each unit judged as printed: 7199 s is 120 min, so it reads 2.0 h.
+    if round(seconds) < 120:
         return f"{seconds:.0f} s"
-    if seconds < 7200:
+    if round(seconds / 60) < 120:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
 

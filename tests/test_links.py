@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.links import bounding_link, bus_factor
+from nsysgen.links import bounding_link, bus_factor, spans_nodes
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,7 @@ def test_the_link_is_nvlink_within_a_node_and_efa_across_nodes() -> None:
     assert bounding_link(True, 450.0, 3200.0) == (400.0, "EFA 3200 Gbps per node")
     assert bounding_link(True, 450.0, None) is None
     assert bounding_link(False, None, 3200.0) is None
+
+
+def test_a_job_crosses_nodes_once_it_holds_more_than_a_node_s_gpus() -> None:
+    assert (spans_nodes(8, 8), spans_nodes(9, 8), spans_nodes(1, 8)) == (False, True, False)

@@ -21,6 +21,7 @@ from nsysgen.units import human_bytes, human_seconds, rounded_seconds
         (750, "12.5 min"),
         (11_520, "3.2 h"),
         (7_199, "2.0 h"),  # 119.98 min would print as 120.0 min
+        (119.6, "2.0 min"),  # 119.6 s would print as 120 s
         (172_799, "2.0 days"),
         (4_465_560, "51.7 days"),
     ],
@@ -36,7 +37,14 @@ def test_human_seconds_never_prints_scientific_notation() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0.4, "0 s"), (119, "119 s"), (120, "2 min"), (7_199, "120 min"), (7_200, "2.0 h")],
+    [
+        (0.4, "0 s"),
+        (119, "119 s"),
+        (119.6, "2 min"),
+        (120, "2 min"),
+        (7_199, "2.0 h"),
+        (7_200, "2.0 h"),
+    ],
 )
 def test_rounded_seconds_is_whole_seconds_minutes_or_tenths_of_hours(
     seconds: float, text: str

@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 import yaml
 
 from nsysgen.analyze.nccl import AnalyzeError
-from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link
+from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link, spans_nodes
 from nsysgen.reports.contract import EXPECT_FILE, ContractError, read_expect
 from nsysgen.resources import CONF_DIR
 
@@ -136,8 +136,8 @@ def expected(fabric: Fabric, world: int) -> tuple[float, str] | None:
     when the link's figure is unknown or one rank has no bus bandwidth."""
     if world < 2:
         return None
-    spans_nodes = world > fabric["gpus_per_node"]
-    return bounding_link(spans_nodes, fabric["nvlink_GBps"], fabric["efa_Gbps"])
+    crosses = spans_nodes(world, fabric["gpus_per_node"])
+    return bounding_link(crosses, fabric["nvlink_GBps"], fabric["efa_Gbps"])
 
 
 class Judged(TypedDict):

@@ -193,10 +193,10 @@ def by_step(summary: Mapping[str, Any], most: int = 60) -> str:
     )
     caption += (
         "; late rank: the one the others waited for longer than the lateness bar (– where no "
-        "rank was; the longest wait is shown all the same)"
+        "rank was; its lateness, below the bar, is shown all the same)"
     )
     return "<h3>Step by step</h3>" + table(
-        ["step", "job step (ms)", "slowest rank", "late rank", "longest wait (ms)", "ranks waited"],
+        ["step", "job step (ms)", "slowest rank", "late rank", "late by (ms)", "ranks waited"],
         [
             (
                 s.get("step"),

@@ -119,7 +119,7 @@ def lateness_figure(summary: Summary) -> Any:
     steps = len({s["step"] for r in ranks for s in r["steps"]})
     scaled = len(ranks) >= views.SCALE_RANKS
     shown = _latest(summary) if scaled else ranks
-    # At scale the spread panels below take 3.2 inches of the same bounded height.
+    # At scale a row of spread panels is added below the heatmaps (the figure stays bounded).
     spread_in = 3.2 if scaled else 0.0
     heat_in = max(3.2, 0.45 * len(shown) + 2.2)
     figure, axes = new_figure(
@@ -281,8 +281,8 @@ def _breakdown_skip(summary: Summary) -> str | None:
     if not ranks:
         return "no step ranges"
     if not any(any(views.rank_parts(r).values()) for r in ranks):
-        # CPU-only reports: a step is its CPU range, with nothing on a GPU to split it into.
-        return "no judged step has a part measured on the GPU (CPU-only reports, or no judged step)"
+        # CPU-only reports without collectives: a step is its CPU range, nothing to split.
+        return "every part of every rank's steps is 0 ms (no GPU work or collective in the steps)"
     return None
 
 

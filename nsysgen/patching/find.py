@@ -53,7 +53,7 @@ from __future__ import annotations
 import ast
 
 from nsysgen.patching.accumulation import Locator
-from nsysgen.patching.graphs import captured_step
+from nsysgen.patching.graphs import captured_step, capturing_functions
 from nsysgen.patching.hints import FindError
 from nsysgen.patching.loop import find_step_loop, stepped_optimizers, without_loop
 from nsysgen.patching.numbering import Numberer
@@ -79,9 +79,16 @@ from nsysgen.patching.syntax import Function
 
 def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | None) -> StepLoop:
     script = Script(tree, code)
+    capturing = capturing_functions(tree)
+
+    def calls_capture(block: list[ast.stmt]) -> bool:
+        called = {f.name for statement in block for f in script.called_functions(statement)}
+        return bool(called & capturing)
+
     refusal = captured_step(
-        tree, lambda statement: STEP in script.reaches(statement), script.reaches_block
-    )
+        tree, lambda statement: STEP in script.reaches(statement), script.reaches_block,
+        calls_capture,
+    )  # fmt: skip
     if refusal is not None:
         raise FindError(refusal)
     loop: Loop | Function | None = find_step_loop(script, loop_line)

@@ -49,37 +49,67 @@ def captures(tree: ast.Module) -> list[Capture]:
 def captured_step(
     tree: ast.Module,
     steps: Callable[[ast.stmt], bool],
-    steps_eagerly: Callable[[list[ast.stmt]], bool],
+    steps_block: Callable[[list[ast.stmt]], bool],
+    calls_capture: Callable[[list[ast.stmt]], bool],
 ) -> str | None:
-    """The refusal, when a capture holds a statement that `steps` says steps an optimizer, and
-    no loop that replays a graph also steps an optimizer eagerly (`steps_eagerly` of its body).
-    A script whose graph is one mode of several (`if graph is not None: graph.replay() else:
-    ... optimizer.step()`) trains eagerly in the other: the compile takes its loop, and the step
-    helper refuses the graph mode when it runs (it sees the capture)."""
+    """The refusal, when a capture holds a statement that `steps` says steps an optimizer,
+    unless the graph is one mode of the script (`one_mode`)."""
     for capture in captures(tree):
         if any(steps(statement) for statement in capture.body):
-            if any(steps_eagerly(loop.body) for loop in replaying_loops(tree)):
+            if one_mode(tree, steps_block, calls_capture):
                 return None
             return REFUSAL.format(capture=capture.text, line=capture.line)
     return None
 
 
-def replaying_loops(tree: ast.Module) -> list[ast.For | ast.AsyncFor | ast.While]:
-    """Loops that replay a CUDA graph (`g.replay()` anywhere in their body)."""
-    return [
-        node
+def one_mode(
+    tree: ast.Module,
+    steps_block: Callable[[list[ast.stmt]], bool],
+    calls_capture: Callable[[list[ast.stmt]], bool],
+) -> bool:
+    """A loop that captures no graph (itself or through a function it calls) and whose `if`
+    replays a graph in one branch and steps an optimizer in the other (`if graph is not None:
+    graph.replay() else: ... optimizer.step()`): the script trains eagerly in its other mode,
+    so the compile takes that loop and the step helper refuses the graph mode when it runs (it
+    sees the capture). A warm-up, a capture and the replays in one loop stay refused."""
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.For | ast.AsyncFor | ast.While):
+            continue
+        if _captures_in(loop.body) or calls_capture(loop.body):
+            continue
+        for node in (n for statement in loop.body for n in ast.walk(statement)):
+            if not isinstance(node, ast.If) or not node.orelse:
+                continue
+            for replaying, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                if _replays_in(replaying) and not _replays_in(other) and steps_block(other):
+                    return True
+    return False
+
+
+def capturing_functions(tree: ast.Module) -> set[str]:
+    """The names of the functions and methods whose bodies hold a capture."""
+    return {
+        node.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.For | ast.AsyncFor | ast.While)
-        and any(_replays(inner) for statement in node.body for inner in ast.walk(statement))
-    ]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _captures_in(node.body)
+    }
 
 
-def _replays(node: ast.AST) -> bool:
-    return (
+def _captures_in(block: list[ast.stmt]) -> bool:
+    module = ast.Module(body=block, type_ignores=[])
+    return bool(captures(module))
+
+
+def _replays_in(block: list[ast.stmt]) -> bool:
+    """`x.replay()` in the block: a CUDA graph's replay (CUDAGraph.replay takes no argument)."""
+    return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "replay"
         and not node.args
+        and not node.keywords
+        for statement in block
+        for node in ast.walk(statement)
     )
 
 

@@ -16,7 +16,6 @@ import math
 
 from nsysgen.model import Config
 from nsysgen.profile.plan_types import AnalysisJob
-from nsysgen.units import rounded_seconds
 
 # nsys export --type sqlite, bytes of report per second on one core.
 EXPORT_BYTES_PER_S = 7.8e6
@@ -47,7 +46,3 @@ def analysis_job(config: Config, reports: int, bytes_per_report: float) -> Analy
     estimate = math.ceil(reports / workers) * seconds_per_report(bytes_per_report) if reports else 0
     limit = block.time_limit_min or max(10, math.ceil(1.5 * estimate / 60) + 5)
     return AnalysisJob(reports, nodes, per_node, memory, limit, estimate)
-
-
-# The estimate's text (plan, analyze.sbatch).
-human_seconds = rounded_seconds

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link, bus_factor
+from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link, bus_factor, spans_nodes
 from nsysgen.model import Config, settings_as
 from nsysgen.profile.workloads.nccl import NcclSettings
 
@@ -59,7 +59,8 @@ class NcclRun:
 
 def _bus_bandwidth(config: Config) -> tuple[float, str] | None:
     cluster = config.cluster
-    link = bounding_link(cluster.nodes > 1, cluster.nvlink_GBps, cluster.efa_Gbps)
+    crosses = spans_nodes(cluster.world_size, cluster.gpus_per_node)
+    link = bounding_link(crosses, cluster.nvlink_GBps, cluster.efa_Gbps)
     return None if link is None else (link[0] * EFFICIENCY, link[1])
 
 

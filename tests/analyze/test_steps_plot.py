@@ -60,8 +60,8 @@ def test_why_each_figure_is_not_drawn() -> None:
         "heatmap_lateness.png": "no rank waited for another",
         "heatmap_exposed_comm.png": "every step's exposed communication is 0 ms (or not measured)",
         # Nothing measured on a GPU (a CPU-only report's step is its CPU range): no empty chart.
-        "rank_breakdown.png": "no judged step has a part measured on the GPU (CPU-only reports, "
-        "or no judged step)",
+        "rank_breakdown.png": "every part of every rank's steps is 0 ms (no GPU work or "
+        "collective in the steps)",
     }
     busy = summary(
         [

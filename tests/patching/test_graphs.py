@@ -94,6 +94,57 @@ def test_a_graph_that_is_one_mode_of_the_script_leaves_the_eager_loop_to_the_com
         analyse(replay_only)
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        # The capture in the loop itself, on its first iteration.
+        script("""
+            for step in range(100):
+                if step == 0:
+                    with torch.cuda.graph(g):
+                        model(x).sum().backward()
+                        opt.step()
+                else:
+                    g.replay()
+        """),
+        # The same, through a function the loop calls.
+        script("""
+            def capture():
+                with torch.cuda.graph(g):
+                    model(x).sum().backward()
+                    opt.step()
+
+            for step in range(100):
+                if step == 0:
+                    capture()
+                else:
+                    g.replay()
+        """),
+        # Warm-up, capture and replays in one loop.
+        script("""
+            for step in range(100):
+                if step < 3:
+                    model(x).sum().backward()
+                    opt.step()
+                elif step == 3:
+                    g.capture_begin()
+                    model(x).sum().backward()
+                    opt.step()
+                    g.capture_end()
+                else:
+                    g.replay()
+        """),
+        # The whole network, with another object's replay() in the warm-up loop.
+        WHOLE_NETWORK.replace("step()\nwith", "step()\n        buf.replay()\nwith", 1),
+    ],
+    ids=["captured-in-the-loop", "captured-by-a-called-function", "warm-up-capture-replay",
+         "another-replay-in-the-warm-up"],
+)  # fmt: skip
+def test_a_graph_that_the_training_loop_itself_captures_stays_refused(source: str) -> None:
+    with pytest.raises(PatchError, match="inside a CUDA graph capture"):
+        analyse(source)
+
+
 def test_an_eager_optimizer_step_after_a_replay_is_the_step() -> None:
     # Forward and backward captured, the optimizer stepped eagerly: the replay loop trains.
     source = WHOLE_NETWORK.replace("    optimizer.step()\nfor", "for")

@@ -176,8 +176,13 @@ def test_error_lints_stop_the_compile_and_warnings_print(tmp_path: Path, run_cli
     warning = run_cli("capture.ranks=all", "lints.max_profiled_ranks=4", f"output_dir={out}")
     assert warning.code == 0
     assert warning.err.splitlines()[0].startswith(
-        "warning: capture.ranks: [NSG006] 16 tasks record, more than lints.max_profiled_ranks=4"
+        "warning: capture.ranks: [NSG006] 16 ranks record (in 16 reports), more than "
+        "lints.max_profiled_ranks=4"
     )
+    # A node's launcher records every rank of its node: 2 reports, 16 ranks, over the limit.
+    node = run_cli("workload=fsdp", "capture.ranks=one_per_node", "lints.max_profiled_ranks=4",
+                   f"output_dir={tmp_path / 'node'}")  # fmt: skip
+    assert "[NSG006] 16 ranks record (in 2 reports)" in node.err
     strict = run_cli(
         "capture.ranks=all",
         "lints.max_profiled_ranks=4",

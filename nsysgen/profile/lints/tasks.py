@@ -67,10 +67,12 @@ def range_end_shuts_down(config: Config, plan: ProfilePlan) -> Iterator[tuple[st
 
 def too_many_ranks(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     limit = config.lints.max_profiled_ranks
-    if len(plan.recorded) > limit:
+    # Ranks, not reports: a report of a node's launcher holds every rank of the node.
+    ranks = plan.recorded_ranks
+    if ranks.total > limit:
         yield (
             "capture.ranks",
-            f"{len(plan.recorded)} tasks record, more than "
+            f"{ranks.total:,} ranks record (in {ranks.reports:,} reports), more than "
             f"lints.max_profiled_ranks={limit}: big reports, slow post-processing",
         )
 
