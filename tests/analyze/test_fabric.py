@@ -18,6 +18,7 @@ from nsysgen.analyze import fabric
 from nsysgen.analyze.bandwidth import nccl_by_size
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.analyze.report import read_export
+from tests.analyze.export_tables import TABLES
 from tests.conftest import REPO, CliResult, RunCli
 
 ALLREDUCE = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"
@@ -152,14 +153,7 @@ def sized_rank(path: Path, slow: int) -> Path:
     timings = {1 << 20: 30_000, 64 << 20: 400_000, 256 << 20: 1_342_000} | {slow: 2_000_000}
     db = sqlite3.connect(path)
     db.executescript(
-        "CREATE TABLE StringIds (id INTEGER, value TEXT);"
-        "CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT,"
-        " globalTid INTEGER, textId INTEGER, domainId INTEGER, binaryData TEXT);"
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER,"
-        " globalTid INTEGER, correlationId INTEGER, nameId INTEGER);"
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,"
-        " streamId INTEGER, correlationId INTEGER, globalPid INTEGER, shortName INTEGER);"
-        "INSERT INTO StringIds VALUES (1, 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL');"
+        TABLES + "INSERT INTO StringIds VALUES (1, 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL');"
     )
     corr = 0
     for step in range(4):

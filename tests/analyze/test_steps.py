@@ -26,6 +26,7 @@ from nsysgen.analyze import stragglers
 from nsysgen.analyze.plot import save
 from nsysgen.analyze.report import read_export
 from nsysgen.analyze.summary import Summary
+from tests.analyze.export_tables import TABLES
 from tests.conftest import REPO, CliResult
 
 RunCli = Callable[..., CliResult]
@@ -44,15 +45,7 @@ def make_db(
     """A minimal nsys export: steps (n, start, end) and other NVTX ranges on one thread,
     kernels (api_start, start, end, name) launched by CUDA API calls on that thread."""
     db = sqlite3.connect(path)
-    db.executescript(
-        "CREATE TABLE StringIds (id INTEGER, value TEXT);"
-        "CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT,"
-        " globalTid INTEGER, textId INTEGER, domainId INTEGER, binaryData TEXT);"
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER,"
-        " globalTid INTEGER, correlationId INTEGER, nameId INTEGER);"
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,"
-        " streamId INTEGER, correlationId INTEGER, globalPid INTEGER, shortName INTEGER);"
-    )
+    db.executescript(TABLES)
     for n, start, end in steps:
         db.execute(
             "INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, NULL, 0, NULL)",

@@ -20,6 +20,7 @@ from nsysgen.analyze.report import Reduced, read_export
 from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
+from tests.analyze.export_tables import TABLES
 from tests.conftest import REPO
 
 DEVICE = REPO / "tests" / "data" / "gpu" / "steps17"
@@ -133,14 +134,7 @@ def nccl_rank(path: Path, rank: int, late_rank: int | None, late_ms: int, steps:
     last arrival): an early rank's kernel starts earlier and waits. Each rank's clock is offset."""
     db = sqlite3.connect(path)
     db.executescript(
-        "CREATE TABLE StringIds (id INTEGER, value TEXT);"
-        "CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT,"
-        " globalTid INTEGER, textId INTEGER, domainId INTEGER, binaryData TEXT);"
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER,"
-        " globalTid INTEGER, correlationId INTEGER, nameId INTEGER);"
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,"
-        " streamId INTEGER, correlationId INTEGER, globalPid INTEGER, shortName INTEGER);"
-        "INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'ncclDevKernel_AllReduce_Sum_f32');"
+        TABLES + "INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'ncclDevKernel_AllReduce_Sum_f32');"
     )
     offset = rank * 7_777 * MS
     extra = late_ms if rank == late_rank else 0

@@ -11,21 +11,9 @@ from pathlib import Path
 import pytest
 
 from nsysgen.config.compose import Composer
-from nsysgen.model import Config
 from nsysgen.output.render import render
-from nsysgen.pipeline import build_config
-from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.common import importer_link, install_script, upload_script, workload_files
-
-
-@pytest.fixture(scope="module")
-def composer() -> Composer:
-    return Composer()
-
-
-def built(composer: Composer, *overrides: str) -> tuple[Config, ProfilePlan]:
-    config, plan, _ = build_config(composer.compose(list(overrides)), stop_on_lint_errors=False)
-    return config, plan
+from tests.targets.plans import built
 
 
 def test_nvidias_layout_needs_no_link(composer: Composer) -> None:

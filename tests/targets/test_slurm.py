@@ -8,25 +8,13 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.config.compose import Composer
-from nsysgen.model import Config
-from nsysgen.pipeline import build_config
 from nsysgen.profile.lints import run_lints
-from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.slurm import TARGET, _wrapper, artifacts
 from nsysgen.targets.slurm.own import OWN_SHELL, SHELL
 from nsysgen.targets.slurm.tasks import SlurmSettings
+from tests.targets.plans import built
 
 COMMON = ["analyze.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh", "nsysgen-expect.json"]
-
-
-@pytest.fixture(scope="module")
-def composer() -> Composer:
-    return Composer()
-
-
-def built(composer: Composer, *overrides: str) -> tuple[Config, ProfilePlan]:
-    config, plan, _ = build_config(composer.compose(list(overrides)), stop_on_lint_errors=False)
-    return config, plan
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,6 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.config.compose import Composer
-from nsysgen.model import Config
-from nsysgen.pipeline import build_config
-from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.eks.helm import (
     devtool_args,
     helm_values,
@@ -18,22 +15,13 @@ from nsysgen.targets.eks.helm import (
     profile_config,
     tool_args,
 )
+from tests.targets.plans import built
 
 EKS = ["experiment=fsdp-p5-eks"]  # operator-26, steps (the program opens the window), S3
 WINDOW = [*EKS, "capture=window", "~capture.first_step", "~capture.last_step",
           "capture.delay=30", "capture.duration=20"]  # fmt: skip
 PATTERN = "^/usr/bin/python3 /usr/local/bin/torchrun .*$"
 FLAGS = "--trace=cuda,nvtx --sample=none --cpuctxsw=none"
-
-
-@pytest.fixture(scope="module")
-def composer() -> Composer:
-    return Composer()
-
-
-def built(composer: Composer, *overrides: str) -> tuple[Config, ProfilePlan]:
-    config, plan, _ = build_config(composer.compose(list(overrides)), stop_on_lint_errors=False)
-    return config, plan
 
 
 def test_operator_26_sets_the_output_itself_and_the_window_in_coordinator_mode(

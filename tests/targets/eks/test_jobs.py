@@ -11,9 +11,6 @@ import json
 import pytest
 
 from nsysgen.config.compose import Composer
-from nsysgen.model import Config
-from nsysgen.pipeline import build_config
-from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.eks.jobs import (
     _env,
     _mounts,
@@ -27,6 +24,7 @@ from nsysgen.targets.eks.jobs import (
     site_configmap,
     trainjob,
 )
+from tests.targets.plans import built
 
 EKS = ["experiment=fsdp-p5-eks"]  # TrainJob, operator-26, steps with the zero-patch helper
 PYTORCHJOB = [*EKS, "target.job=pytorchjob", "target.injector=sidecar"]
@@ -35,16 +33,6 @@ THEIRS = [*EKS, "+cluster.env.PYTHONPATH=/mine", "+cluster.env.TMPDIR=/scratch",
           "+target.extra_resources.fpga=1"]  # fmt: skip
 DSHM = {"name": "dshm", "mountPath": "/dev/shm"}
 SITE = {"name": "nsysgen-site", "mountPath": "/nsysgen-site", "readOnly": True}
-
-
-@pytest.fixture(scope="module")
-def composer() -> Composer:
-    return Composer()
-
-
-def built(composer: Composer, *overrides: str) -> tuple[Config, ProfilePlan]:
-    config, plan, _ = build_config(composer.compose(list(overrides)), stop_on_lint_errors=False)
-    return config, plan
 
 
 def names(env: list[dict[str, object]]) -> dict[str, object]:

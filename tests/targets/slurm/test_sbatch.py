@@ -8,15 +8,13 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.config.compose import Composer
-from nsysgen.model import Config
-from nsysgen.pipeline import build_config
-from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.slurm.sbatch import (
     analyze_sbatch,
     directive_value,
     sbatch_directives,
     srun_args,
 )
+from tests.targets.plans import built
 
 CONTAINER = ["--container-image=/fsx/images/nccl-tests.sqsh", "--container-mounts=/fsx:/fsx",
              "--no-container-remap-root"]  # fmt: skip
@@ -25,16 +23,6 @@ HYPERPOD = [
     "+target.sbatch.requeue=true", "+target.sbatch.hold=false", "target.exclusive=false",
     "job.time_limit_min=125",
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def composer() -> Composer:
-    return Composer()
-
-
-def built(composer: Composer, *overrides: str) -> tuple[Config, ProfilePlan]:
-    config, plan, _ = build_config(composer.compose(list(overrides)), stop_on_lint_errors=False)
-    return config, plan
 
 
 def test_the_default_directives_and_srun_arguments(composer: Composer) -> None:

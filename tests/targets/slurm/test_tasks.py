@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 from nsysgen.config.compose import Composer
-from nsysgen.model import Config
-from nsysgen.pipeline import build_config
-from nsysgen.profile.plan_types import ProfilePlan, TaskSet
+from nsysgen.profile.plan_types import TaskSet
 from nsysgen.targets.slurm.tasks import (
     _task_env,
     describe,
@@ -21,18 +17,9 @@ from nsysgen.targets.slurm.tasks import (
     report_output,
     tasks_text,
 )
+from tests.targets.plans import built
 
 REPORTS = "/fsx/nsight-reports/nccl-p5-slurm/job<jobid>/"
-
-
-@pytest.fixture(scope="module")
-def composer() -> Composer:
-    return Composer()
-
-
-def built(composer: Composer, *overrides: str) -> tuple[Config, ProfilePlan]:
-    config, plan, _ = build_config(composer.compose(list(overrides)), stop_on_lint_errors=False)
-    return config, plan
 
 
 def test_a_report_per_rank_in_the_runs_job_folder(composer: Composer) -> None:
