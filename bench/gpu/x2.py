@@ -47,8 +47,7 @@ import prove  # noqa: E402  (bench/gpu/prove.py, copied beside this file on the 
 
 ROOT = Path(os.environ.get("X2_ROOT", str(prove.ROOT)))
 prove.ROOT = ROOT
-NSIGHT_ROOT = os.environ.get("NSYS_HOST", "/opt/nvidia/nsight-compute/2025.3.1/host")
-NSYS = os.environ.get("X2_NSYS", f"{NSIGHT_ROOT}/target-linux-x64/nsys")
+NSYS = os.environ.get("X2_NSYS", prove.NSYS)
 prove.NSYS = NSYS
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
 START = time.monotonic()
@@ -126,7 +125,7 @@ def overrides(job: str) -> list[str]:
         "cluster.nodes=1",
         "cluster.gpus_per_node=2",
         f"cluster.shared_fs={ROOT}",
-        f"cluster.nsight_root={NSIGHT_ROOT}",
+        f"cluster.nsight_root={prove.HOST}",
         "nsight=2025.3.1",
         "workload=python",
         "workload.python.interpreter=python3",

@@ -16,7 +16,6 @@ from nsysgen.model import Config
 from nsysgen.profile import nccl_run
 from nsysgen.profile.plan_types import SizeEstimate
 from nsysgen.units import human_bytes as human_bytes
-from nsysgen.units import human_seconds as human_seconds
 
 _CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
 # Seconds assumed for a capture whose length the config does not fix.

@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 
 from nsysgen.model import Config
-from nsysgen.profile.estimate import gpus_per_report, human_seconds
+from nsysgen.profile.estimate import gpus_per_report
+from nsysgen.units import human_seconds
 
 OPEN_S = 0.28  # the largest open pause measured without GPU metrics (median 0.20 s)
 OPEN_GPU_METRICS_S = 0.87  # the largest with --gpu-metrics-devices (0.71..0.87 s)

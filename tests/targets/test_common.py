@@ -10,22 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.config.compose import Composer
 from nsysgen.output.render import render
 from nsysgen.targets.common import importer_link, install_script, upload_script, workload_files
-from tests.targets.plans import built
+from tests.profile.configs import planned
 
 
-def test_nvidias_layout_needs_no_link(composer: Composer) -> None:
-    config, _ = built(composer)
+def test_nvidias_layout_needs_no_link() -> None:
+    config, _ = planned()
     assert importer_link(config) is None
     assert "ln -sfn" not in render([install_script(config)], "nsysgen")[0].text
 
 
-def test_debians_split_layout_gets_a_link_that_reaches_the_importer(
-    composer: Composer, tmp_path: Path
-) -> None:
-    config, _ = built(composer, "nsight=2023.4.4")
+def test_debians_split_layout_gets_a_link_that_reaches_the_importer(tmp_path: Path) -> None:
+    config, _ = planned("nsight=2023.4.4")
     link = importer_link(config)
     assert link == (
         "usr/lib/x86_64-linux-gnu/nsight-systems/host-linux-x64",
@@ -43,10 +40,10 @@ def test_debians_split_layout_gets_a_link_that_reaches_the_importer(
     assert f'ln -sfn ../../nsight-systems/host-linux-x64 "$root/"{link[0]}\n' in text
 
 
-def test_the_upload_script_comes_only_with_an_s3_uri(composer: Composer) -> None:
-    config, _ = built(composer, "workload=fsdp")
+def test_the_upload_script_comes_only_with_an_s3_uri() -> None:
+    config, _ = planned("workload=fsdp")
     assert upload_script(config) is None
-    config, _ = built(composer, "workload=fsdp", "capture.s3_uri=s3://bucket/prefix/")
+    config, _ = planned("workload=fsdp", "capture.s3_uri=s3://bucket/prefix/")
     spec = upload_script(config)
     assert spec is not None and spec.executable and spec.path == "upload-reports.sh"
     assert spec.context == {
@@ -67,9 +64,7 @@ def test_the_upload_script_comes_only_with_an_s3_uri(composer: Composer) -> None
         ),
     ],
 )
-def test_workload_files_are_the_ones_the_plan_lists(
-    composer: Composer, overrides: list[str], paths: list[str]
-) -> None:
-    config, plan = built(composer, *overrides)
+def test_workload_files_are_the_ones_the_plan_lists(overrides: list[str], paths: list[str]) -> None:
+    config, plan = planned(*overrides)
     specs = workload_files(config, plan)
     assert [spec.path for spec in specs] == paths == list(plan.facts.files)

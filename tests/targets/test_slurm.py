@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.config.compose import Composer
 from nsysgen.profile.lints import run_lints
 from nsysgen.targets.slurm import TARGET, _wrapper, artifacts
 from nsysgen.targets.slurm.own import OWN_SHELL, SHELL
 from nsysgen.targets.slurm.tasks import SlurmSettings
-from tests.targets.plans import built
+from tests.profile.configs import planned
 
 COMMON = ["analyze.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh", "nsysgen-expect.json"]
 
@@ -30,47 +29,47 @@ COMMON = ["analyze.sbatch", "nsys-exec", "install-nsight.sh", "recipes.sh", "nsy
     ids=["default", "own-script", "upload", "nemo"],
 )  # fmt: skip
 def test_the_folders_files_and_the_readme_lists_them(
-    composer: Composer, overrides: list[str], paths: list[str]
+    overrides: list[str], paths: list[str]
 ) -> None:
-    config, plan = built(composer, *overrides)
+    config, plan = planned(*overrides)
     specs = artifacts(config, plan)
     assert [spec.path for spec in specs] == paths
     assert specs[-1].comment == "<!--"
     assert specs[-1].context["files"] == sorted(paths[:-1])
 
 
-def test_the_wrapper_checks_the_shape_only_of_ones_own_srun(composer: Composer) -> None:
-    config, plan = built(composer)
+def test_the_wrapper_checks_the_shape_only_of_ones_own_srun() -> None:
+    config, plan = planned()
     context = _wrapper(config, plan).context
     assert (context["shape"], context["uses_local_id"], context["site_dir"]) == (None, False, None)
-    config, plan = built(composer, "target.job_script=yours", "capture.ranks=one_per_node")
+    config, plan = planned("target.job_script=yours", "capture.ranks=one_per_node")
     context = _wrapper(config, plan).context
     assert context["shape"] == (16, 2, 8)  # tasks, nodes, tasks per node
     assert context["uses_local_id"] and context["profiled_text"] == "local rank 0 of every node"
-    config, plan = built(composer, "workload=fsdp", "capture=steps")
+    config, plan = planned("workload=fsdp", "capture=steps")
     assert _wrapper(config, plan).context["site_dir"] == "nsysgen-site"
 
 
-def test_hyperpod_refuses_gres_and_pmix(composer: Composer) -> None:
-    config, plan = built(composer, "cluster=p4de", "cluster.slurm.platform=hyperpod")
+def test_hyperpod_refuses_gres_and_pmix() -> None:
+    config, plan = planned("cluster=p4de", "cluster.slurm.platform=hyperpod")
     findings = run_lints(config, plan, TARGET.lints)
     assert [(f.lint, f.severity, f.path) for f in findings] == [
         ("NSG011", "error", "cluster.slurm.gres"),
         ("NSG011", "error", "cluster.slurm.mpi"),
     ]
-    config, plan = built(
-        composer, "cluster=p4de", "cluster.slurm.platform=hyperpod", "cluster.slurm.gres=false",
+    config, plan = planned(
+        "cluster=p4de", "cluster.slurm.platform=hyperpod", "cluster.slurm.gres=false",
         "cluster.slurm.mpi=null",
     )  # fmt: skip
     assert run_lints(config, plan, TARGET.lints) == []
 
 
-def test_notes_and_shell_only_for_ones_own_job_script(composer: Composer) -> None:
-    config, plan = built(composer)
+def test_notes_and_shell_only_for_ones_own_job_script() -> None:
+    config, plan = planned()
     assert TARGET.notes(config, plan, "/f") == ()
     assert TARGET.launch_shell(config) == SHELL
     assert isinstance(config.target.settings, SlurmSettings)
-    config, plan = built(composer, "target.job_script=yours")
+    config, plan = planned("target.job_script=yours")
     notes = TARGET.notes(config, plan, "/f")
     assert notes[:3] == (
         "your job script: source the setup's environment, then start the program through",

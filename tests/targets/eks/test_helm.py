@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.config.compose import Composer
 from nsysgen.targets.eks.helm import (
     devtool_args,
     helm_values,
@@ -15,7 +14,7 @@ from nsysgen.targets.eks.helm import (
     profile_config,
     tool_args,
 )
-from tests.targets.plans import built
+from tests.profile.configs import planned
 
 EKS = ["experiment=fsdp-p5-eks"]  # operator-26, steps (the program opens the window), S3
 WINDOW = [*EKS, "capture=window", "~capture.first_step", "~capture.last_step",
@@ -24,16 +23,14 @@ PATTERN = "^/usr/bin/python3 /usr/local/bin/torchrun .*$"
 FLAGS = "--trace=cuda,nvtx --sample=none --cpuctxsw=none"
 
 
-def test_operator_26_sets_the_output_itself_and_the_window_in_coordinator_mode(
-    composer: Composer,
-) -> None:
-    config, plan = built(composer, *EKS)
+def test_operator_26_sets_the_output_itself_and_the_window_in_coordinator_mode() -> None:
+    config, plan = planned(*EKS)
     assert owned_switches(config) == ("--output", "--force-overwrite")
     assert tool_args(config, plan) == (
         f"{FLAGS} --capture-range=cudaProfilerApi --capture-range-end=stop "
         "--cuda-event-trace=false --enable=efa_metrics"
     )
-    config, plan = built(composer, *WINDOW)
+    config, plan = planned(*WINDOW)
     assert owned_switches(config) == (
         "--output", "--force-overwrite", "--delay", "--duration", "--kill",
     )  # fmt: skip
@@ -41,8 +38,8 @@ def test_operator_26_sets_the_output_itself_and_the_window_in_coordinator_mode(
     assert "--delay=30 --duration=20" in devtool_args(plan)  # the plan still holds them
 
 
-def test_operator_26_values_with_s3_storage(composer: Composer) -> None:
-    config, plan = built(composer, *EKS)
+def test_operator_26_values_with_s3_storage() -> None:
+    config, plan = planned(*EKS)
     assert helm_values(config, plan) == {
         "nsight-injector": {
             "privileged": False,
@@ -60,11 +57,9 @@ def test_operator_26_values_with_s3_storage(composer: Composer) -> None:
     }
 
 
-def test_operator_26_values_with_minio_a_profile_object_and_no_machine_config(
-    composer: Composer,
-) -> None:
-    config, plan = built(
-        composer, *WINDOW, "~capture.s3_uri", "target.machine_config=false",
+def test_operator_26_values_with_minio_a_profile_object_and_no_machine_config() -> None:
+    config, plan = planned(
+        *WINDOW, "~capture.s3_uri", "target.machine_config=false",
         "target.profile_config=resource", "target.privileged=true",
     )  # fmt: skip
     assert helm_values(config, plan) == {
@@ -89,9 +84,9 @@ def test_operator_26_values_with_minio_a_profile_object_and_no_machine_config(
     ],
 )
 def test_operator_1_and_the_sidecar_get_the_whole_nsys_command(
-    composer: Composer, overrides: list[str], pattern_key: str
+    overrides: list[str], pattern_key: str
 ) -> None:
-    config, plan = built(composer, *EKS, *overrides)
+    config, plan = planned(*EKS, *overrides)
     assert owned_switches(config) == ()
     values = helm_values(config, plan)
     assert values["devtoolBinariesImage"] == {

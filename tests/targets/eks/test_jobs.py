@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from nsysgen.config.compose import Composer
 from nsysgen.targets.eks.jobs import (
     _env,
     _mounts,
@@ -24,7 +23,7 @@ from nsysgen.targets.eks.jobs import (
     site_configmap,
     trainjob,
 )
-from tests.targets.plans import built
+from tests.profile.configs import planned
 
 EKS = ["experiment=fsdp-p5-eks"]  # TrainJob, operator-26, steps with the zero-patch helper
 PYTORCHJOB = [*EKS, "target.job=pytorchjob", "target.injector=sidecar"]
@@ -39,19 +38,19 @@ def names(env: list[dict[str, object]]) -> dict[str, object]:
     return {str(e["name"]): e.get("value", e.get("valueFrom")) for e in env}
 
 
-def test_the_env_adds_tmpdir_the_helper_and_secret_references(composer: Composer) -> None:
-    config, plan = built(composer, *EKS)
+def test_the_env_adds_tmpdir_the_helper_and_secret_references() -> None:
+    config, plan = planned(*EKS)
     env = names(_env(config, plan))
     assert (env["TMPDIR"], env["PYTHONPATH"]) == ("/nsys-tmp", "/nsysgen-site")
     assert env["NSYSGEN_PROFILE_FIRST_STEP"] == "10" and env["NSYSGEN_PROFILE_RANKS"] == "all"
     assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token", "key": "token"}}
     assert "NSYSGEN_POD" not in env  # 26.x uploads: no folder per pod on a volume
-    config, plan = built(composer, *EKS, "target.injector=operator-1")
+    config, plan = planned(*EKS, "target.injector=operator-1")
     assert names(_env(config, plan))["NSYSGEN_POD"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
-def test_the_users_own_tmpdir_and_pythonpath_are_kept(composer: Composer) -> None:
-    config, plan = built(composer, *THEIRS)
+def test_the_users_own_tmpdir_and_pythonpath_are_kept() -> None:
+    config, plan = planned(*THEIRS)
     env = names(_env(config, plan))
     assert (env["TMPDIR"], env["PYTHONPATH"]) == ("/scratch", "/nsysgen-site:/mine")
     # A job of one's own sets its own TMPDIR and secrets; the helper's path is still added.
@@ -78,10 +77,8 @@ def test_the_users_own_tmpdir_and_pythonpath_are_kept(composer: Composer) -> Non
     ],
     ids=["operator-26", "script-on-volume", "operator-1"],
 )  # fmt: skip
-def test_volumes_and_mounts(
-    composer: Composer, overrides: list[str], mounts: list[object], volumes: list[str]
-) -> None:
-    config, plan = built(composer, *overrides)
+def test_volumes_and_mounts(overrides: list[str], mounts: list[object], volumes: list[str]) -> None:
+    config, plan = planned(*overrides)
     assert _mounts(config, plan) == mounts
     kinds = [f"{v['name']}:{next(k for k in v if k != 'name')}" for v in _volumes(config, plan)]
     assert kinds == ["dshm:emptyDir", *volumes]
@@ -90,8 +87,8 @@ def test_volumes_and_mounts(
     assert "shared-fs" not in {v["name"] for v in added}  # the job's own
 
 
-def test_resources_and_the_grace_period(composer: Composer) -> None:
-    config, plan = built(composer, *EKS)
+def test_resources_and_the_grace_period() -> None:
+    config, plan = planned(*EKS)
     assert _resources(config) == {
         "requests": {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32},
         "limits": {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32},
@@ -100,27 +97,27 @@ def test_resources_and_the_grace_period(composer: Composer) -> None:
     patch = trainjob(config, plan)["spec"]["runtimePatches"][0]
     pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]
     assert pod["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == plan.teardown.write_s
-    config, plan = built(composer, *THEIRS)
+    config, plan = planned(*THEIRS)
     assert _resources(config)["limits"]["fpga"] == 1
     assert grace_seconds(config, plan) == 45
     patch = trainjob(config, plan)["spec"]["runtimePatches"][0]
     assert "terminationGracePeriodSeconds" not in json.dumps(patch)  # Trainer 2.2 refuses it
 
 
-def test_only_the_profiled_replicas_carry_the_injector_label(composer: Composer) -> None:
-    config, plan = built(composer, *PYTORCHJOB, "capture.ranks=[0]")
+def test_only_the_profiled_replicas_carry_the_injector_label() -> None:
+    config, plan = planned(*PYTORCHJOB, "capture.ranks=[0]")
     specs = pytorchjob(config, plan)["spec"]["pytorchReplicaSpecs"]
     assert {kind: spec["template"]["metadata"]["labels"] for kind, spec in specs.items()} == {
         "Master": {"app": "fsdp-p5-eks", "nvidia-devtools-sidecar-injector": "enabled"},
         "Worker": {"app": "fsdp-p5-eks"},
     }
     assert (specs["Master"]["replicas"], specs["Worker"]["replicas"]) == (1, 1)
-    config, plan = built(composer, *PYTORCHJOB, "cluster.nodes=1")
+    config, plan = planned(*PYTORCHJOB, "cluster.nodes=1")
     assert list(pytorchjob(config, plan)["spec"]["pytorchReplicaSpecs"]) == ["Master"]
 
 
-def test_the_helper_configmap_and_the_fetch_pod(composer: Composer) -> None:
-    config, _ = built(composer, *EKS)
+def test_the_helper_configmap_and_the_fetch_pod() -> None:
+    config, _ = planned(*EKS)
     configmap = site_configmap(config)
     assert configmap["metadata"] == {"name": "fsdp-p5-eks-nsysgen-site", "namespace": "default"}
     assert sorted(configmap["data"]) == ["nsysgen_window.py", "sitecustomize.py"]

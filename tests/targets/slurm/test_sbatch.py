@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.config.compose import Composer
 from nsysgen.targets.slurm.sbatch import (
     analyze_sbatch,
     directive_value,
     sbatch_directives,
     srun_args,
 )
-from tests.targets.plans import built
+from tests.profile.configs import planned
 
 CONTAINER = ["--container-image=/fsx/images/nccl-tests.sqsh", "--container-mounts=/fsx:/fsx",
              "--no-container-remap-root"]  # fmt: skip
@@ -25,8 +24,8 @@ HYPERPOD = [
 ]  # fmt: skip
 
 
-def test_the_default_directives_and_srun_arguments(composer: Composer) -> None:
-    config, plan = built(composer)
+def test_the_default_directives_and_srun_arguments() -> None:
+    config, plan = planned()
     assert sbatch_directives(config, plan) == [
         ("exclusive", ""), ("gres", "gpu:8"), ("job-name", "nccl-p5-slurm"), ("nodes", "2"),
         ("ntasks-per-node", "8"), ("output", "%x_%j.out"), ("signal", "TERM@60"),
@@ -35,8 +34,8 @@ def test_the_default_directives_and_srun_arguments(composer: Composer) -> None:
     assert srun_args(config) == ["--label", "--mpi=pmix", *CONTAINER]
 
 
-def test_extra_options_partition_and_quoting(composer: Composer) -> None:
-    config, plan = built(composer, *HYPERPOD)
+def test_extra_options_partition_and_quoting() -> None:
+    config, plan = planned(*HYPERPOD)
     directives = dict(sbatch_directives(config, plan))
     assert directives["comment"] == '"a b#c"'  # sbatch would end the word at the space
     assert directives["requeue"] == ""  # true: a bare flag
@@ -45,8 +44,8 @@ def test_extra_options_partition_and_quoting(composer: Composer) -> None:
     assert [name for name, _ in sbatch_directives(config, plan)] == sorted(directives)
 
 
-def test_a_launcher_per_node_asks_one_task_per_node(composer: Composer) -> None:
-    config, plan = built(composer, "workload=fsdp", "cluster=local")
+def test_a_launcher_per_node_asks_one_task_per_node() -> None:
+    config, plan = planned("workload=fsdp", "cluster=local")
     assert srun_args(config) == [
         "--label",
         "--ntasks=${SLURM_JOB_NUM_NODES}",
@@ -55,8 +54,8 @@ def test_a_launcher_per_node_asks_one_task_per_node(composer: Composer) -> None:
     assert dict(sbatch_directives(config, plan))["ntasks-per-node"] == "1"
 
 
-def test_analyze_sbatch_has_its_own_allocation(composer: Composer) -> None:
-    config, plan = built(composer, *HYPERPOD)
+def test_analyze_sbatch_has_its_own_allocation() -> None:
+    config, plan = planned(*HYPERPOD)
     context = analyze_sbatch(config, plan).context
     assert context["directives"] == [
         ("cpus-per-task", "1"), ("job-name", "nccl-p4de-slurm-analyze"), ("nodes", "1"),

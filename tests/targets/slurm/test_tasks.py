@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from nsysgen.config.compose import Composer
 from nsysgen.profile.plan_types import TaskSet
 from nsysgen.targets.slurm.tasks import (
     _task_env,
@@ -17,13 +16,13 @@ from nsysgen.targets.slurm.tasks import (
     report_output,
     tasks_text,
 )
-from tests.targets.plans import built
+from tests.profile.configs import planned
 
 REPORTS = "/fsx/nsight-reports/nccl-p5-slurm/job<jobid>/"
 
 
-def test_a_report_per_rank_in_the_runs_job_folder(composer: Composer) -> None:
-    config, plan = built(composer, "capture.ranks=[0,9,15]")
+def test_a_report_per_rank_in_the_runs_job_folder() -> None:
+    config, plan = planned("capture.ranks=[0,9,15]")
     assert report_output(config) == (
         "/fsx/nsight-reports/nccl-p5-slurm/job%q{SLURM_JOB_ID}/nccl-p5-slurm_job%q{SLURM_JOB_ID}"
         "_rank%q{SLURM_PROCID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}"
@@ -38,18 +37,18 @@ def test_a_report_per_rank_in_the_runs_job_folder(composer: Composer) -> None:
     assert [t.task for t in recorded(one_node, plan.facts)] == [0]
 
 
-def test_a_launcher_per_node_and_a_report_name_of_ones_own(composer: Composer) -> None:
-    config, _ = built(composer, "workload=fsdp")
+def test_a_launcher_per_node_and_a_report_name_of_ones_own() -> None:
+    config, _ = planned("workload=fsdp")
     assert report_output(config).endswith(
         "_job%q{SLURM_JOB_ID}_node%q{SLURM_NODEID}_%q{SLURMD_NODENAME}_allgpus"
     )
-    config, plan = built(composer, "workload=fsdp", "capture.report_name=mine")
+    config, plan = planned("workload=fsdp", "capture.report_name=mine")
     assert report_output(config) == "/fsx/nsight-reports/fsdp-p5-slurm/job%q{SLURM_JOB_ID}/mine"
     assert tasks_text(config) == "2 tasks on 2 nodes (one launcher per node)"
 
 
-def test_one_per_node_records_local_rank_0_of_each_node(composer: Composer) -> None:
-    config, plan = built(composer, "capture.ranks=one_per_node", "cluster.nodes=3")
+def test_one_per_node_records_local_rank_0_of_each_node() -> None:
+    config, plan = planned("capture.ranks=one_per_node", "cluster.nodes=3")
     assert [(t.task, t.node, t.local) for t in plan.recorded] == [(0, 0, 0), (8, 1, 0), (16, 2, 0)]
     assert describe(plan.facts.selection.profiled, True) == "local rank 0 of every node"
     assert tasks_text(config) == "24 tasks on 3 nodes (8 per node, a task per GPU)"
@@ -70,8 +69,8 @@ def test_task_sets_read_as_a_person_says_them() -> None:
     assert describe(TaskSet("listed", (3, 4)), True) == "ranks 3, 4"
 
 
-def test_container_and_own_script_switches(composer: Composer) -> None:
-    config, _ = built(composer)
+def test_container_and_own_script_switches() -> None:
+    config, _ = planned()
     assert in_container(config) and not own_script(config)
-    config, _ = built(composer, "cluster.container_runtime=none", "target.job_script=yours")
+    config, _ = planned("cluster.container_runtime=none", "target.job_script=yours")
     assert not in_container(config) and own_script(config)
