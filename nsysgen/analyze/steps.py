@@ -47,6 +47,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from nsysgen.analyze import intervals as iv
 from nsysgen.analyze import steps_read as read
@@ -64,6 +65,7 @@ from nsysgen.analyze.steps_read import (
 __all__ = ["COMM_NAME", "NS_PER_MS", "STEP_NAME", "Collective", "RankTables", "StepRow"]
 
 NS_PER_MS = 1_000_000
+_START, _KIND, _READY = itemgetter(1), itemgetter(3), itemgetter(5)  # of a GpuOp
 _PIECES = 8  # exposed pieces kept per collective: the wait is at a kernel's head
 
 
@@ -159,10 +161,14 @@ def _host_and_comm(
 ) -> tuple[int, int]:
     """(cpu comm, host gap) ns of the step's GPU gaps: the part under a collective's CPU range,
     and, of the rest, the part before the work ending the gap was launched."""
-    launched: dict[int, int] = {}
-    for op in ops:  # the work starting at a moment, handed over when its API call returned
-        if op[1] not in launched or op[5] < launched[op[1]]:
-            launched[op[1]] = op[5]
+    # The work starting at a moment, handed over when its API call returned (of several
+    # starting at one moment, the first handed over).
+    launched = dict(zip(map(_START, ops), map(_READY, ops), strict=True))
+    if len(launched) < len(ops):
+        launched = {}
+        for op in ops:
+            if op[1] not in launched or op[5] < launched[op[1]]:
+                launched[op[1]] = op[5]
     host = []
     for g0, g1 in gaps:
         ready = launched.get(g1)
@@ -178,25 +184,17 @@ def _gpu_row(
 ) -> tuple[StepRow, list[iv.Interval]]:
     """One step's row (`after`: when the process's previous step's GPU work ended), and its
     compute intervals (for the exposed pieces of its collectives)."""
-    compute: list[iv.Interval] = []
-    nccl: list[iv.Interval] = []
-    every: list[iv.Interval] = []
-    compute_ns = nccl_ns = graphs = kernels = 0
-    for _, start, end, kind, _, _ in ops:
-        every.append((start, end))
-        if kind in (COMPUTE, GRAPH):
-            compute.append((start, end))
-            compute_ns += end - start
-            graphs += kind == GRAPH
-            kernels += kind == COMPUTE
-        elif kind == NCCL:
-            nccl.append((start, end))
-            nccl_ns += end - start
-            kernels += 1
-    first, finish = min(s for s, _ in every), max(e for _, e in every)
-    begin = min(first, max(cpu[0], after if after is not None else cpu[0]))
+    # One comprehension per list (a report's steps hold millions of ops: this is its hot loop).
+    every = [(start, end) for _, start, end, _, _, _ in ops]
+    compute = [(start, end) for _, start, end, kind, _, _ in ops if kind in (COMPUTE, GRAPH)]
+    nccl = [(start, end) for _, start, end, kind, _, _ in ops if kind == NCCL]
+    graphs = list(map(_KIND, ops)).count(GRAPH)
+    kernels = len(compute) - graphs + len(nccl)
+    compute_ns, nccl_ns = iv.length(compute), iv.length(nccl)
     compute_u, nccl_u = iv.union(compute), iv.union(nccl)
     all_u = iv.union(every)
+    first, finish = all_u[0][0], all_u[-1][1]  # merged: sorted, disjoint
+    begin = min(first, max(cpu[0], after if after is not None else cpu[0]))
     # Two merged lists merge again cheaply: far fewer intervals than the kernels themselves.
     kernels_u = iv.union(compute_u + nccl_u) if nccl_u else compute_u
     exposed = iv.length(nccl_u) - iv.overlap(nccl_u, compute_u)
@@ -298,7 +296,6 @@ def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Ran
     ops = read.read_ops(db, tables, graphs=not by_node)
     operations = read.operations(db, tables)
     steps, comm = read.ranges(db, tables)
-    devices = read.devices(db, tables)
     result = []
     for pid in sorted(set(steps) | set(totals)):
         # A process's steps are its ranges on one thread: keep the thread-free, sorted list.
@@ -318,7 +315,7 @@ def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Ran
             rank_tables.graphs_traced = "node"
         elif total.graph_launches:
             rank_tables.graphs_traced = "graph"
-        rank_tables.device = devices.get(pid)
+        rank_tables.device = total.device
         result.append(rank_tables)
     # Ranks: the report's name says rankN (nsysgen's wrapper names reports so); several
     # processes in one report (one nsys per node around torchrun) count up from it in the

@@ -12,6 +12,7 @@ set), and the graph rows, if any, are left out so that no work counts twice.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 import sqlite3
 from collections import defaultdict
@@ -49,6 +50,7 @@ class Totals:
     graph_ns: int = 0  # graph launches' time (graph tracing; 0 when traced by node)
     graph_launches: int = 0
     node_launches: int = 0  # graph launches whose kernels were traced (by node)
+    device: int | None = None  # the lowest GPU its kernels ran on
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
@@ -56,7 +58,8 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def totals(db: sqlite3.Connection, tables: set[str]) -> dict[int, Totals]:
-    """pid -> its totals (in SQL: one pass over the kernel table, no row reaches Python)."""
+    """pid -> its totals and GPU (in SQL: one pass over the kernel table, no row reaches
+    Python)."""
     found: dict[int, Totals] = {}
     if {KERNELS, "StringIds"} <= tables:
         node = (
@@ -64,25 +67,23 @@ def totals(db: sqlite3.Connection, tables: set[str]) -> dict[int, Totals]:
             if "graphNodeId" in _columns(db, KERNELS)
             else "0"
         )
-        for pid, ns, count, nccl_ns, nccl_count, nodes in db.execute(
+        for pid, ns, count, nccl_ns, nccl_count, nodes, device in db.execute(
             "SELECT k.globalPid >> 24, SUM(k.end - k.start), COUNT(*), "
             "SUM(CASE WHEN n.id IS NULL THEN 0 ELSE k.end - k.start END), COUNT(n.id), "
-            f"{node} FROM {KERNELS} k LEFT JOIN "
+            f"{node}, MIN(k.deviceId) FROM {KERNELS} k LEFT JOIN "
             "(SELECT id FROM StringIds WHERE value GLOB 'nccl*') n ON k.shortName = n.id "
             "GROUP BY 1"
         ):
             found[pid] = Totals(
                 int(ns or 0), int(count), int(nccl_ns or 0), int(nccl_count or 0),
-                node_launches=int(nodes or 0),
+                node_launches=int(nodes or 0), device=device,
             )  # fmt: skip
     if GRAPHS in tables and not any(t.node_launches for t in found.values()):
         for pid, ns, count in db.execute(
             f"SELECT globalPid >> 24, SUM(end - start), COUNT(*) FROM {GRAPHS} GROUP BY 1"
         ):
             old = found.get(pid, Totals())
-            found[pid] = Totals(
-                old.kernel_ns, old.kernels, old.nccl_ns, old.nccl_kernels, int(ns or 0), int(count)
-            )
+            found[pid] = dataclasses.replace(old, graph_ns=int(ns or 0), graph_launches=int(count))
     return found
 
 
@@ -93,46 +94,42 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
     ops: dict[int, list[GpuOp]] = {}
     if not {"CUPTI_ACTIVITY_KIND_RUNTIME", KERNELS, "StringIds"} <= tables:
         return ops
+    # What a row is, by its kernel's name id, or a negative code for the other kinds of work:
+    # looked up here rather than joined in SQL (a join to the names, inside the union, made
+    # SQLite copy every row once more: a third of this function's time).
+    what: dict[int, tuple[int, str]] = {
+        name_id: (NCCL, name)
+        for name_id, name in db.execute("SELECT id, value FROM StringIds WHERE value GLOB 'nccl*'")
+    }
+    work = [
+        "SELECT globalPid AS pid, correlationId AS id, start, end, shortName AS what "
+        f"FROM {KERNELS}"
+    ]
+    other = [(t, COPY, t) for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")]
+    if graphs:
+        other.append((GRAPHS, GRAPH, "graph"))
+    for code, (table, kind, name) in enumerate(other, start=1):
+        if table in tables:
+            what[-code] = (kind, name)
+            work.append(f"SELECT globalPid, correlationId, start, end, {-code} FROM {table}")
     # Kernels, copies, memsets and graph launches first, then one join to the API calls that
     # launched them (one lookup structure over the API table, not one per kind of work).
-    work = [
-        f"SELECT k.globalPid >> 24 AS pid, k.correlationId AS id, k.start AS start, k.end AS end, "
-        f"CASE WHEN n.id IS NULL THEN {COMPUTE} ELSE {NCCL} END AS kind, "
-        f"COALESCE(n.value, '') AS name FROM {KERNELS} k LEFT JOIN {_NCCL_IDS} n "
-        "ON k.shortName = n.id"
-    ]
-    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
-        if table in tables:
-            work.append(
-                f"SELECT globalPid >> 24, correlationId, start, end, {COPY}, '{table}' FROM {table}"
-            )
-    if graphs and GRAPHS in tables:
-        work.append(
-            f"SELECT globalPid >> 24, correlationId, start, end, {GRAPH}, 'graph' FROM {GRAPHS}"
-        )
     query = (
-        "SELECT w.pid, r.start, w.start, w.end, w.kind, w.name, r.end FROM "
+        "SELECT w.pid >> 24, r.start, w.start, w.end, w.what, r.end FROM "
         f"({' UNION ALL '.join(work)}) w JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
-        "ON r.correlationId = w.id AND (r.globalTid >> 24) = w.pid"
+        "ON r.correlationId = w.id AND (r.globalTid >> 24) = (w.pid >> 24)"
     )
     # Sorted here, not in SQL: launches come out almost in order, which Python's sort takes
     # in one pass.
     rows = db.execute(query).fetchall()
     rows.sort(key=itemgetter(0, 1))
+    compute = (COMPUTE, "")
     for pid, group in groupby(rows, key=itemgetter(0)):
-        ops[pid] = [row[1:] for row in group]
+        ops[pid] = [
+            (api_start, start, end, *what.get(name_id, compute), api_end)
+            for _, api_start, start, end, name_id, api_end in group
+        ]
     return ops
-
-
-def devices(db: sqlite3.Connection, tables: set[str]) -> dict[int, int]:
-    if KERNELS not in tables:
-        return {}
-    return {
-        pid: device
-        for pid, device in db.execute(
-            f"SELECT globalPid >> 24, MIN(deviceId) FROM {KERNELS} GROUP BY 1"
-        )
-    }
 
 
 def ranges(

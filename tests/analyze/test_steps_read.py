@@ -113,12 +113,11 @@ def test_totals_count_graph_launches_unless_their_kernels_were_traced() -> None:
     db = database()
     assert read.totals(db, tables(db)) == {
         PID: Totals(kernel_ns=120, kernels=3, nccl_ns=60, nccl_kernels=1, graph_ns=40,
-                    graph_launches=1),
-        OTHER: Totals(kernel_ns=5, kernels=1),
+                    graph_launches=1, device=2),
+        OTHER: Totals(kernel_ns=5, kernels=1, device=5),
     }  # fmt: skip
-    assert read.devices(db, tables(db)) == {PID: 2, OTHER: 5}
     node = database(node_traced=True)
-    assert read.totals(node, tables(node))[PID] == Totals(120, 3, 60, 1, node_launches=1)
+    assert read.totals(node, tables(node))[PID] == Totals(120, 3, 60, 1, node_launches=1, device=2)
 
 
 def test_gpu_work_is_joined_to_its_launch_in_launch_order() -> None:
