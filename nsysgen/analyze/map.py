@@ -4,26 +4,15 @@ in this process or on a Dask cluster (`dask.distributed`), results in report ord
 A task is one report: export it with nsys unless a valid cached export exists, then read its
 NCCL calls and reduce it to per-rank tables (nsysgen/analyze/report.py). A worker holds one
 report at a time, so its memory does not grow with the number of reports; the reduction over reports
-(stragglers, summary.json, CSVs) runs in the calling process on the compact tables.
-
-Cache: `x.nsys-rep` is exported to `x.sqlite` next to it, with `x.nsysgen-export.json` holding
-the report's size, mtime (ns) and the SHA-256 of its first and last MiB. A changed report fails
-that key and is exported again; an export without a key (made by hand or by an older nsysgen)
-is used while it is newer than its report, as before.
-
-The task's result is cached too, in `x.nsysgen-reduced.json` (JSON: reading it runs no code),
-keyed on the report's key, the export's size and mtime (or, for an export given alone, its own
-key) and the code that reduces (a digest of its modules' source). A report whose key still
-holds is neither exported nor read again: its tables come from that file, in this process, and
-when every report's do, no Dask cluster is started or asked.
+(stragglers, summary.json, CSVs) runs in the calling process on the compact tables. What is
+kept between runs (exports, results, and their keys) is nsysgen/analyze/cache.py's: a report
+whose result is cached is neither exported nor read again, and when every report's is, no Dask
+cluster is started or asked.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
-import hashlib
 import json
 import os
 import sys
@@ -34,20 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from nsysgen import __version__
+from nsysgen.analyze.cache import (
+    cache_state,
+    key_file,
+    load_reduced,
+    reduced_key,
+    report_key,
+    save_reduced,
+)
+from nsysgen.analyze.head_start import HeadStart
 from nsysgen.analyze.nccl import (
     AnalyzeError,
-    NcclCall,
     export_sqlite,
     find_nsys,
     report_sources,
     unpack_hint,
 )
 from nsysgen.analyze.report import Reduced, read_export, refuse_incomplete
-from nsysgen.analyze.steps import Collective, RankTables, StepRow
-from nsysgen.reports.export import is_current
-
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -60,111 +52,6 @@ class Task:
     warning: str = ""
     cached: Reduced | None = None  # the result, from the cache: nothing left to do
     result_key: dict[str, Any] | None = None  # the cached result's key, when cached
-
-
-def key_file(report: Path) -> Path:
-    return report.with_suffix(".nsysgen-export.json")
-
-
-def report_key(report: Path) -> dict[str, Any]:
-    """What identifies a report's content cheaply: size, mtime and its first and last MiB."""
-    stat = report.stat()
-    digest = hashlib.sha256()
-    with report.open("rb") as handle:
-        digest.update(handle.read(_CHUNK))
-        if stat.st_size > _CHUNK:
-            handle.seek(max(_CHUNK, stat.st_size - _CHUNK))
-            digest.update(handle.read(_CHUNK))
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
-
-
-def cache_state(report: Path, export: Path | None, key: dict[str, Any] | None = None) -> str:
-    """ "valid", "stale" (the report changed) or "missing". `key`: the report's, if known."""
-    if export is None or not export.is_file():
-        return "missing"
-    keyed = key_file(report)
-    if keyed.is_file():
-        try:
-            saved = json.loads(keyed.read_text())
-        except (OSError, ValueError):
-            return "stale"
-        return "valid" if saved == (key or report_key(report)) else "stale"
-    # No key: made by hand, by the verifier or an older nsysgen; current by the shared rule.
-    return "valid" if is_current(report, export) else "stale"
-
-
-def reduced_file(source: Path) -> Path:
-    """Where the result of a report's task is cached: next to the report (or lone export)."""
-    return source.with_suffix(".nsysgen-reduced.json")
-
-
-# The modules whose code makes a task's result: a change to any of them redoes every result.
-_REDUCERS = ("report.py", "nccl.py", "steps.py", "steps_read.py", "intervals.py", "map.py")
-
-
-@functools.cache
-def code_digest() -> str:
-    digest = hashlib.sha256()
-    try:
-        for name in _REDUCERS:
-            digest.update((Path(__file__).parent / name).read_bytes())
-    except OSError:  # installed without its sources: the version stands in for them
-        return f"nsysgen {__version__}"
-    return digest.hexdigest()
-
-
-def reduced_key(report: Path | None, export: Path, key: dict[str, Any] | None) -> dict[str, Any]:
-    """What a cached result must match: the report's key (`key`) and its export's size and
-    mtime, or a lone export's own key; and the code."""
-    if report is None:
-        return {"code": code_digest(), "export": report_key(export)}
-    stat = export.stat()
-    return {
-        "code": code_digest(),
-        "report": key or report_key(report),
-        "export": {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns},
-    }
-
-
-def _encode(reduced: Reduced) -> dict[str, Any]:
-    return dataclasses.asdict(reduced)
-
-
-def _decode(data: dict[str, Any]) -> Reduced:
-    tables = [
-        RankTables(
-            **{
-                **table,
-                "steps": [StepRow(**row) for row in table["steps"]],
-                "collectives": [Collective(**c) for c in table["collectives"]],
-            }
-        )
-        for table in data["tables"]
-    ]
-    return Reduced(data["name"], [NcclCall(**c) for c in data["calls"]], tables)
-
-
-def load_reduced(source: Path, key: dict[str, Any]) -> Reduced | None:
-    """The cached result for `source` if its key is `key`; None if there is none or it is
-    not usable (a missing, damaged or foreign file is recomputed, never an error)."""
-    try:
-        saved = json.loads(reduced_file(source).read_text())
-        if saved.get("key") != key:
-            return None
-        return _decode(saved["result"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def save_reduced(source: Path, key: dict[str, Any], reduced: Reduced) -> None:
-    """Best effort, and atomic: a reader sees the old file, the new one, or none."""
-    target = reduced_file(source)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    try:
-        partial.write_text(json.dumps({"key": key, "result": _encode(reduced)}))
-        partial.replace(target)
-    except OSError:
-        partial.unlink(missing_ok=True)
 
 
 def _found(path: Path) -> str:
@@ -337,8 +224,19 @@ def map_reports(tasks: list[Task], where: Where, progress: Progress) -> list[Red
             results[i] = result
             progress.step()
     else:
-        with _client(where, workers) as client:
-            done = gather_reports(client, [tasks[i] for i in due], progress)
+        _require_distributed()
+        todo = [tasks[i] for i in due]
+        # A local cluster starts in about 2 s with the cores idle: this process's threads
+        # export the first reports meanwhile (nsysgen/analyze/head_start.py).
+        to_export = [t for t in todo if t.report is not None and t.nsys is not None]
+        head = HeadStart(to_export, _export, 0 if external else workers, (AnalyzeError,))
+        try:
+            with _client(where, workers) as client:
+                made = {id(to_export[i]): export for i, (export, _) in head.finish().items()}
+                todo = [_exported(t, made[id(t)]) if id(t) in made else t for t in todo]
+                done = gather_reports(client, todo, progress)
+        finally:
+            head.finish()
         for i, result in zip(due, done, strict=True):
             results[i] = result
     finished = [r for r in results if r is not None]
@@ -346,15 +244,25 @@ def map_reports(tasks: list[Task], where: Where, progress: Progress) -> list[Red
     return finished
 
 
-@contextlib.contextmanager
-def _client(where: Where, workers: int) -> Iterator[Any]:
+def _exported(task: Task, export: Path) -> Task:
+    """The task of a report exported already (keyed too): what is left is to read it."""
+    return Task(task.report, export, None, task.warning)
+
+
+def _require_distributed() -> None:
     try:
-        from distributed import Client, LocalCluster
+        import distributed  # noqa: F401
     except ImportError:
         raise AnalyzeError(
             "dask.distributed is not installed (allowed: pip install 'nsysgen[analyze]', or "
             "--serial)"
         ) from None
+
+
+@contextlib.contextmanager
+def _client(where: Where, workers: int) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
     if where.scheduler_file is not None:
         if not where.scheduler_file.is_file():
             raise AnalyzeError(f"--scheduler-file {where.scheduler_file}: no such file")

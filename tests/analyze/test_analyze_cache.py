@@ -19,7 +19,8 @@ from nsysgen.analyze import map as analyze_map
 from nsysgen.analyze import plot as analyze_plot
 from nsysgen.analyze import record as analyze_record
 from nsysgen.analyze import steps_plot as analyze_steps_plot
-from nsysgen.analyze.map import Task, reduced_file
+from nsysgen.analyze.cache import reduced_file
+from nsysgen.analyze.map import Task
 from nsysgen.analyze.reduce import Outcome, reduce
 from nsysgen.analyze.report import Reduced
 from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys

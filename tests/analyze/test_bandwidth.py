@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.analyze import map as mapped
+from nsysgen.analyze import cache
 from nsysgen.analyze.bandwidth import nccl_by_size, transfer_ns
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.report import read_export
@@ -124,6 +124,6 @@ def test_steps17_waits_are_within_each_collective() -> None:
 
 def test_the_map_steps_cached_result_keeps_each_collectives_start() -> None:
     reduced = read_export(sorted(DEVICE.glob("s17-slow_*.sqlite"))[0])
-    again = mapped._decode(json.loads(json.dumps(mapped._encode(reduced))))
+    again = cache._decode(json.loads(json.dumps(cache._encode(reduced))))
     assert again == reduced
     assert all(c.start_ns is not None for t in again.tables for c in t.collectives)

@@ -1,17 +1,16 @@
-"""The map step of `nsysgen analyze` (nsysgen/analyze/map.py) without a cluster: a report's
-cache key, the export cache's states, the cached result's round trip and its key, the tasks
+"""The map step of `nsysgen analyze` (nsysgen/analyze/map.py) without a cluster: the tasks
 planned for a folder, the serial map in report order, and the progress line."""
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from nsysgen.analyze import cache
 from nsysgen.analyze import map as analyze_map
 from nsysgen.analyze.map import Progress, Task, Where
 from nsysgen.analyze.nccl import AnalyzeError
@@ -20,63 +19,6 @@ from tests.conftest import REPO
 
 STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
 EXPORT = STEPS17 / "s17-hiccup_job3_rank0.sqlite"
-MIB = 1 << 20
-
-
-def test_the_report_key_reads_only_the_first_and_last_mib(tmp_path: Path) -> None:
-    report = tmp_path / "r.nsys-rep"
-    data = bytearray(3 * MIB)
-    report.write_bytes(bytes(data))
-    key = analyze_map.report_key(report)
-    assert sorted(key) == ["mtime_ns", "sha256_ends", "size"] and key["size"] == 3 * MIB
-    stat = report.stat()
-
-    def rewritten(offset: int) -> dict[str, object]:
-        changed = bytearray(data)
-        changed[offset] = 1
-        report.write_bytes(bytes(changed))
-        os.utime(report, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        return analyze_map.report_key(report)
-
-    assert rewritten(0) != key  # the first MiB
-    assert rewritten(3 * MIB - 1) != key  # the last
-    assert rewritten(MIB + 5) == key  # the middle: a cheap key, by design (size and mtime hold)
-
-
-def test_cache_states_of_an_export(tmp_path: Path) -> None:
-    report, export = tmp_path / "r.nsys-rep", tmp_path / "r.sqlite"
-    report.write_bytes(b"report")
-    assert analyze_map.cache_state(report, export) == "missing"
-    assert analyze_map.cache_state(report, None) == "missing"
-    export.write_bytes(b"export")
-    # No key file: the export is current while it is no older than its report.
-    os.utime(report, (1_000, 1_000))
-    os.utime(export, (2_000, 2_000))
-    assert analyze_map.cache_state(report, export) == "valid"
-    os.utime(export, (500, 500))
-    assert analyze_map.cache_state(report, export) == "stale"
-    # With a key file, the key alone decides, whatever the times say.
-    key_file = analyze_map.key_file(report)
-    assert key_file.name == "r.nsysgen-export.json"
-    key_file.write_text(json.dumps(analyze_map.report_key(report)))
-    assert analyze_map.cache_state(report, export) == "valid"
-    report.write_bytes(b"changed")
-    assert analyze_map.cache_state(report, export) == "stale"
-    key_file.write_text("{damaged")
-    assert analyze_map.cache_state(report, export) == "stale"
-
-
-def test_a_cached_result_round_trips_under_its_key_only(tmp_path: Path) -> None:
-    export = tmp_path / EXPORT.name
-    shutil.copy(EXPORT, export)
-    reduced = read_export(export)
-    key = analyze_map.reduced_key(None, export, None)
-    assert sorted(key) == ["code", "export"]
-    analyze_map.save_reduced(export, key, reduced)
-    assert analyze_map.reduced_file(export).name == "s17-hiccup_job3_rank0.nsysgen-reduced.json"
-    assert analyze_map.load_reduced(export, key) == reduced  # every table and row as read
-    assert analyze_map.load_reduced(export, {**key, "code": "other"}) is None
-    assert not list(tmp_path.glob(".*.partial"))
 
 
 def test_tasks_of_a_folder_keep_one_job_and_take_cached_results(tmp_path: Path) -> None:
@@ -89,7 +31,7 @@ def test_tasks_of_a_folder_keep_one_job_and_take_cached_results(tmp_path: Path) 
     assert all(t.report is None and t.nsys is None and t.cached is None for t in tasks)
     first = tasks[0]
     assert analyze_map.result_key(first) == first.result_key is not None
-    analyze_map.save_reduced(first.export, first.result_key, read_export(first.export))
+    cache.save_reduced(first.export, first.result_key, read_export(first.export))
     again = analyze_map.plan_tasks(tmp_path, None, only="3")
     assert again[0].cached is not None and again[0].cached.name == "s17-hiccup_job3_rank0"
     assert again[1].cached is None

@@ -6,6 +6,7 @@ shaped like nsys 2025.3.1's, bench/synth_export.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 from collections import Counter
@@ -199,6 +200,38 @@ def test_dask_results_are_identical_to_the_single_process_path(
     assert sorted(outputs["--serial"][1]) == sorted(
         p.name for p in (tmp_path / "serial").iterdir() if _compared(p)
     )
+
+
+@pytest.mark.slow
+def test_on_a_local_cluster_every_report_is_exported_once_some_while_it_starts(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """The exports this process makes while the cluster starts (nsysgen/analyze/head_start.py)
+    are read by the workers, not made again, and the results are the single process's."""
+    log = tmp_path / "nsys.log"
+    tool = fake_nsys(tmp_path, tmp_path / "fake.log")
+    logged = tmp_path / "nsys-pid"  # the fake, logging the process that ran it and what for
+    logged.write_text(f'#!/bin/sh\necho "$PPID $*" >> "{log}"\nexec "{tool}" "$@"\n')
+    logged.chmod(0o755)
+    outputs = {}
+    for how in (["--serial"], ["--workers", "2"]):
+        reports = tmp_path / f"reports{how[0]}"
+        reports.mkdir()
+        for rank in range(6):
+            (reports / f"job_rank{rank}.nsys-rep").write_bytes(f"report {rank}".encode())
+        out = tmp_path / how[0].strip("-")
+        log.unlink(missing_ok=True)
+        result = run_cli("analyze", str(reports), *how, "--nsys", str(logged), "--output", str(out))
+        assert result.code == 0, result.err
+        runs = [line.split()[0] for line in log.read_text().splitlines() if "--help" not in line]
+        assert len(runs) == 6  # one export per report: none made twice
+        if how[0] == "--workers":
+            assert str(os.getpid()) in runs  # this process's head start made some
+        outputs[how[0]] = (
+            result.out.replace(str(out), "OUT"),
+            {p.name: p.read_bytes() for p in sorted(out.iterdir()) if _compared(p)},
+        )
+    assert outputs["--serial"] == outputs["--workers"]
 
 
 SLOW_SIZE = 1 << 20  # of 64 KiB, 1 MiB and 16 MiB: its bus bandwidth is a twentieth of the others'
