@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from nsysgen.analyze import cache as cache_module
 from nsysgen.analyze import map as analyze_map
 from nsysgen.analyze import plot as analyze_plot
 from nsysgen.analyze import record as analyze_record
@@ -181,7 +182,7 @@ def test_a_damaged_cache_or_other_code_is_computed_again(
     assert ran[2:] == ["job_rank0"] * 3
     assert json.loads(cache.read_text())["result"]["name"] == "job_rank0"
     # Other reducing code (another nsysgen): every result is computed again.
-    monkeypatch.setattr(analyze_map, "code_digest", lambda: "another nsysgen")
+    monkeypatch.setattr(cache_module, "code_digest", lambda: "another nsysgen")
     assert run() == first
     assert sorted(ran[5:]) == ["job_rank0", "job_rank1"]
 
