@@ -29,15 +29,14 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
+from nsysgen.analyze.cache import key_file, report_key
 from nsysgen.analyze.map import (
     Progress,
     Task,
     Where,
     gather_reports,
-    key_file,
     map_reports,
     plan_tasks,
-    report_key,
     run_task,
 )
 from nsysgen.analyze.nccl import export_sqlite
