@@ -228,12 +228,14 @@ def map_reports(tasks: list[Task], where: Where, progress: Progress) -> list[Red
         todo = [tasks[i] for i in due]
         # A local cluster starts in about 2 s with the cores idle: this process's threads
         # export the first reports meanwhile (nsysgen/analyze/head_start.py).
-        to_export = [t for t in todo if t.report is not None and t.nsys is not None]
-        head = HeadStart(to_export, _export, 0 if external else workers, (AnalyzeError,))
+        exportable = [i for i, t in enumerate(todo) if t.report is not None and t.nsys is not None]
+        head = HeadStart(
+            [todo[i] for i in exportable], _export, 0 if external else workers, (AnalyzeError,)
+        )
         try:
             with _client(where, workers) as client:
-                made = {id(to_export[i]): export for i, (export, _) in head.finish().items()}
-                todo = [_exported(t, made[id(t)]) if id(t) in made else t for t in todo]
+                for j, (export, _) in head.finish().items():
+                    todo[exportable[j]] = _exported(todo[exportable[j]], export)
                 done = gather_reports(client, todo, progress)
         finally:
             head.finish()
