@@ -70,24 +70,30 @@ def overhead() -> dict[str, list[float]]:
     return results
 
 
-def windows(db: Path) -> dict[str, dict[str, int]]:
+def windows(db: Path) -> dict[str, object]:
     """Per process: first and last kernel start, and the span of its 'step N' ranges (ns)."""
     out: dict[str, dict[str, int]] = {}
-    for pid, first, last, count in query(
+    kernels = query(
         db,
         "SELECT globalPid >> 24 & 16777215, MIN(start), MAX(end), COUNT(*) "
         "FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1",
-    ):
-        out[str(pid)] = {"kernels": count, "first_kernel": first, "last_kernel": last}
-    rows = query(
+    )
+    steps = query(
         db,
         "SELECT e.globalTid >> 24 & 16777215, MIN(e.start), MAX(e.end) FROM "
         "NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id WHERE "
         "COALESCE(e.text, s.value) LIKE 'step %' GROUP BY 1",
     )
-    for pid, start, end in rows:
+    # A job that failed leaves a report without these tables: query() answers ("error", why),
+    # which the results keep instead of the run stopping on it.
+    errors = {str(row[1]) for row in (*kernels, *steps) if row[0] == "error"}
+    if errors:
+        return {"error": "; ".join(sorted(errors))}
+    for pid, first, last, count in kernels:
+        out[str(pid)] = {"kernels": count, "first_kernel": first, "last_kernel": last}
+    for pid, start, end in steps:
         out.setdefault(str(pid), {}).update({"steps_start": start, "steps_end": end})
-    return out
+    return dict(out)
 
 
 def session_scope() -> dict[str, object]:
