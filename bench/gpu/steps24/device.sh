@@ -16,7 +16,8 @@
 #    SQLite exports and reports).
 # Environment: RUNS (3), COST_ITERS (200), DEADLINE_S (450: later cost runs are skipped past it),
 # SCRIPTS ("nanogpt ddp fabric": the scripts whose two setups run), NSYSGEN_DRY_RUN (set by the
-# CPU dry run, tests/bench/test_gpu_dry_runs.py: this machine's /etc/hosts is left alone).
+# CPU dry run, tests/bench/test_gpu_dry_runs.py: /etc/hosts is left alone; the test machine's
+# names gpunode1 through tests/infra/install-system-deps.sh).
 set -uo pipefail
 dir=$(cd "${1:-device/steps24}" && pwd)
 root=/tmp/nsysgen-gpu
