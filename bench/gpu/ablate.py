@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prove import NSYS, OUT, ROOT, export, query, reports, run_job  # noqa: E402
@@ -70,9 +71,8 @@ def overhead() -> dict[str, list[float]]:
     return results
 
 
-def windows(db: Path) -> dict[str, object]:
+def windows(db: Path) -> dict[str, Any]:
     """Per process: first and last kernel start, and the span of its 'step N' ranges (ns)."""
-    out: dict[str, dict[str, int]] = {}
     kernels = query(
         db,
         "SELECT globalPid >> 24 & 16777215, MIN(start), MAX(end), COUNT(*) "
@@ -84,16 +84,17 @@ def windows(db: Path) -> dict[str, object]:
         "NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id WHERE "
         "COALESCE(e.text, s.value) LIKE 'step %' GROUP BY 1",
     )
-    # A job that failed leaves a report without these tables: query() answers ("error", why),
+    # A failed job leaves a report without these tables: query() answers [("error", why)],
     # which the results keep instead of the run stopping on it.
-    errors = {str(row[1]) for row in (*kernels, *steps) if row[0] == "error"}
-    if errors:
-        return {"error": "; ".join(sorted(errors))}
+    for rows in (kernels, steps):
+        if rows and rows[0][0] == "error":
+            return {"error": rows[0][1]}
+    out: dict[str, Any] = {}
     for pid, first, last, count in kernels:
         out[str(pid)] = {"kernels": count, "first_kernel": first, "last_kernel": last}
     for pid, start, end in steps:
         out.setdefault(str(pid), {}).update({"steps_start": start, "steps_end": end})
-    return dict(out)
+    return out
 
 
 def session_scope() -> dict[str, object]:
