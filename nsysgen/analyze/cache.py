@@ -71,6 +71,7 @@ _REDUCERS = (
     "nccl.py",
     "steps.py",
     "steps_read.py",
+    "landmarks.py",
     "intervals.py",
     "map.py",
     "cache.py",

@@ -79,8 +79,8 @@ def _heatmaps(summary: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]], ti
     floor = float((summary.get("thresholds") or {}).get("late_min_ms", 1.0))
     out = []
     for field, hue, what in (
-        ("late_ms", RED, "late: how long the others waited for this rank"),
-        ("wait_ms", BLUE, "wait: how long this rank waited for the others"),
+        ("late_ms", RED, "late: its share of the step's critical path beyond the ranks on time"),
+        ("wait_ms", BLUE, "wait: the time it lost waiting (exposed wait, compute slowed by it)"),
     ):
         grid = _grid(ranks, steps, field)
         chart = svg.heatmap(names, [str(s) for s in steps], grid, _top(grid, floor), hue,
@@ -192,18 +192,28 @@ def by_step(summary: Mapping[str, Any], most: int = 60) -> str:
         f", the {most} with the longest lateness" if len(judged) > most else ""
     )
     caption += (
-        "; late rank: the one the others waited for longer than the lateness bar (– where no "
-        "rank was; its lateness, below the bar, is shown all the same)"
+        "; late: a rank's share of the step's critical path beyond the ranks on time, the "
+        "time the job lost to it (– below the noise floor); late ranks: how many were late "
+        "together; on time: the job's step had they been on time"
     )
     return "<h3>Step by step</h3>" + table(
-        ["step", "job step (ms)", "slowest rank", "late rank", "late by (ms)", "ranks waited"],
+        [
+            "step",
+            "job step (ms)",
+            "late rank",
+            "late by (ms)",
+            "late ranks",
+            "on time (ms)",
+            "ranks waited",
+        ],
         [
             (
                 s.get("step"),
                 s.get("job_step_ms"),
-                s.get("slowest_rank"),
                 "–" if s.get("late_rank") is None else s.get("late_rank"),
-                s.get("late_ms"),
+                s.get("late_ms") if s.get("late_rank") is not None else "–",
+                s.get("late_count", 0),
+                "–" if s.get("what_if_step_ms") is None else s.get("what_if_step_ms"),
                 s.get("waited_count", len(s.get("waited") or [])),
             )
             for s in shown

@@ -77,7 +77,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
         )
     ranks = assign_ranks([r.tables for r in reduced])
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
-    lateness = measure(ranks)
+    lateness = measure(ranks, thresholds)
     stragglers = find(ranks, lateness, thresholds)
     world = options.world_size or max(1, len(ranks))
     names = [r.name for r in reduced]

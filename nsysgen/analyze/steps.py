@@ -43,6 +43,7 @@ barrier); NCCL's own NVTX domain is left out there, since its ranges only enqueu
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
@@ -50,6 +51,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from nsysgen.analyze import intervals as iv
+from nsysgen.analyze import landmarks as lm
 from nsysgen.analyze import steps_read as read
 from nsysgen.analyze.steps_read import (
     COMM_NAME,
@@ -88,6 +90,9 @@ class StepRow:
     host_gap_ms: float | None = None
     cpu_comm_ms: float = 0.0  # GPU idle inside a collective's CPU range (no NCCL)
     graph_launches: int = 0
+    # The step's opening gate on the rank's clock (ns): the end of the previous step's last
+    # collective, or the CPU entry of the first recorded step (nsysgen/analyze/landmarks.py).
+    gate_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,11 @@ class Collective:
     # Its start on the rank's clock (the NCCL kernel's, or the CPU range's): with the report and
     # the duration it names the NCCL call (nccl.NcclCall) whose wait the bandwidth takes out.
     start_ns: int | None = None
+    # Where the rank stood when ready for it, in ns from the step's opening gate
+    # (nsysgen/analyze/landmarks.py): ready; compute running and GPU idle until then.
+    ready_ns: int | None = None
+    busy_ns: int = 0
+    idle_ns: int = 0
 
 
 @dataclass
@@ -181,9 +191,9 @@ def _host_and_comm(
 
 def _gpu_row(
     step: int, cpu: tuple[int, int], after: int | None, ops: list[GpuOp], comm: list[iv.Interval]
-) -> tuple[StepRow, list[iv.Interval]]:
-    """One step's row (`after`: when the process's previous step's GPU work ended), and its
-    compute intervals (for the exposed pieces of its collectives)."""
+) -> tuple[StepRow, list[iv.Interval], list[iv.Interval]]:
+    """One step's row (`after`: when the process's previous step's GPU work ended), its
+    compute intervals (for the exposed pieces of its collectives) and all its work, merged."""
     # One comprehension per list (a report's steps hold millions of ops: this is its hot loop).
     every = [(start, end) for _, start, end, _, _, _ in ops]
     compute = [(start, end) for _, start, end, kind, _, _ in ops if kind in (COMPUTE, GRAPH)]
@@ -218,7 +228,7 @@ def _gpu_row(
         cpu_comm_ms=cpu_comm / NS_PER_MS,
         graph_launches=graphs,
     )
-    return row, compute_u
+    return row, compute_u, all_u
 
 
 def _cpu_row(step: int, start: int, end: int, ranges: list[tuple[int, int, str]]) -> StepRow:
@@ -251,6 +261,8 @@ def _reduce_process(
     uses_nccl = any(op[3] == NCCL for op in ops)
     starts = [operation[0] for operation in operations]
     after: int | None = None
+    every: list[list[iv.Interval]] = []
+    computes: list[list[iv.Interval]] = []
     for index, (start, end, step) in enumerate(spans):
         step_ops = per_step.get(index, [])
         ranges = sorted(comm_per_step.get(index, []))
@@ -258,8 +270,10 @@ def _reduce_process(
         if step_ops:
             # With NCCL, a collective's CPU range only enqueues: the kernels tell its time.
             cpu_comm = [] if uses_nccl else [(s, e) for s, e, _ in ranges]
-            row, compute_u = _gpu_row(step, (start, end), after, step_ops, cpu_comm)
+            row, compute_u, all_u = _gpu_row(step, (start, end), after, step_ops, cpu_comm)
             after = max(after or 0, max(op[2] for op in step_ops))
+            computes.append(compute_u)
+            every.append(all_u)
         else:
             row = _cpu_row(step, start, end, ranges)
         tables.steps.append(row)
@@ -285,7 +299,40 @@ def _reduce_process(
                 Collective(step, i, name, e - s, start_ns=s)
                 for i, (s, e, name) in enumerate(ranges)
             ]
+    _place(tables, spans, per_step, uses_nccl, *lm.process_coverage(computes, every))
     return tables
+
+
+def _place(
+    tables: RankTables,
+    spans: list[tuple[int, int, int]],
+    per_step: dict[int, list[GpuOp]],
+    uses_nccl: bool,
+    compute: lm.Coverage,
+    every: lm.Coverage,
+) -> None:
+    """Each step's opening gate and each collective's landmark (nsysgen/analyze/landmarks.py)."""
+    by_step: dict[int, list[Collective]] = defaultdict(list)
+    for c in tables.collectives:
+        by_step[c.step].append(c)
+    placed: list[Collective] = []
+    gate: int | None = None  # the previous step's closing gate
+    for index, ((start, _, step), row) in enumerate(zip(spans, tables.steps, strict=True)):
+        opening = gate if gate is not None else start
+        tables.steps[index] = dataclasses.replace(row, gate_ns=opening)
+        own = by_step.pop(step, [])
+        ready = lm.nccl_ready(per_step.get(index, [])) if uses_nccl else []
+        for c in own:
+            at = ready[c.index] if c.index < len(ready) else c.start_ns
+            if at is not None:
+                mark = lm.landmark(opening, at, compute, every)
+                c = dataclasses.replace(c, ready_ns=mark[0], busy_ns=mark[1], idle_ns=mark[2])
+            placed.append(c)
+        ends = [c.start_ns + c.duration_ns for c in own if c.start_ns is not None]
+        gate = max(ends) if ends else None
+    for rest in by_step.values():  # steps recorded twice (a repeated number): left as they are
+        placed += rest
+    tables.collectives = placed
 
 
 def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[RankTables]:

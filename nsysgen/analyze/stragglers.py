@@ -39,8 +39,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from nsysgen.analyze.critical import Arrival, StepPath, walk
 from nsysgen.analyze.intervals import head_overlap
-from nsysgen.analyze.steps import NS_PER_MS, RankTables, StepRow, window_edges
+from nsysgen.analyze.steps import NS_PER_MS, Collective, RankTables, StepRow, window_edges
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,14 @@ class Lateness:
     # bandwidth takes it out of the kernel's time (nsysgen/analyze/bandwidth.py); a call not
     # here was not matched across ranks.
     call_wait_ns: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    # Per (rank, step): the sums over the step's collectives that lateness and wait were before
+    # the critical path (how long the others' kernels waited for this rank; how long its own
+    # waited). Overlapping waits add up in them: kept for the split of the exposed
+    # communication and for comparison (BENCHMARKS.md), never shown as lateness.
+    summed_late_ms: dict[tuple[int, int], float] = field(default_factory=dict)
+    summed_wait_ms: dict[tuple[int, int], float] = field(default_factory=dict)
+    paths: dict[int, StepPath] = field(default_factory=dict)  # step -> its critical path
+    unwalked: list[int] = field(default_factory=list)  # steps without landmarks on some rank
 
 
 def _rank(t: RankTables) -> int:
@@ -83,8 +92,8 @@ def _rank(t: RankTables) -> int:
     return t.rank
 
 
-# (operationId or None, duration ns, exposed pieces, start ns or None)
-_Comm = tuple[int | None, int, list[int], int | None]
+# (operationId or None, duration ns, exposed pieces, start ns or None, the collective)
+_Comm = tuple[int | None, int, list[int], int | None, Collective]
 
 
 def _per_step(
@@ -96,7 +105,7 @@ def _per_step(
     for t in ranks:
         per_step: dict[int, list[_Comm]] = defaultdict(list)
         for c in sorted(t.collectives, key=lambda c: (c.step, c.index)):
-            per_step[c.step].append((c.operation, c.duration_ns, c.exposed, c.start_ns))
+            per_step[c.step].append((c.operation, c.duration_ns, c.exposed, c.start_ns, c))
         for row in t.steps:
             step_ms[row.step][_rank(t)] = row.step_ms
             comms[row.step][_rank(t)] = per_step.get(row.step, [])
@@ -120,7 +129,8 @@ def _with_median_of_others(times: dict[int, float]) -> list[tuple[int, float, fl
     return out
 
 
-_Member = tuple[int, int, list[int], int | None]  # (duration ns, rank, exposed pieces, start)
+# (duration ns, rank, exposed pieces, start, the collective)
+_Member = tuple[int, int, list[int], int | None, Collective]
 
 
 def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[_Member]], str, bool]:
@@ -135,14 +145,20 @@ def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[_Member]], str,
         ids = [set(ops) for ops in per_rank.values()]
         common = set.intersection(*ids)
         groups = [
-            [(ops[op][1], rank, ops[op][2], ops[op][3]) for rank, ops in per_rank.items()]
+            [
+                (ops[op][1], rank, ops[op][2], ops[op][3], ops[op][4])
+                for rank, ops in per_rank.items()
+            ]
             for op in sorted(o for o in common if o is not None)
         ]
         return groups, "operationId", any(i != common for i in ids)
     counts = {len(comms) for comms in by_rank.values()}
     common_count = min(counts)
     groups = [
-        [(comms[k][1], rank, comms[k][2], comms[k][3]) for rank, comms in by_rank.items()]
+        [
+            (comms[k][1], rank, comms[k][2], comms[k][3], comms[k][4])
+            for rank, comms in by_rank.items()
+        ]
         for k in range(common_count)
     ]
     return groups, "order in step", len(counts) > 1
@@ -153,16 +169,38 @@ def _record_waits(
 ) -> None:
     """Each member's wait for the last peer (own duration - shortest), by its call."""
     shortest = group[0][0]
-    for d, rank, _, start in group:
+    for d, rank, _, start, _ in group:
         if start is not None:
             into[(reports[rank], start, d)] = d - shortest
 
 
-def measure(ranks: list[RankTables]) -> Lateness:
+def _arrivals(group: list[_Member], gates: dict[int, int | None]) -> list[Arrival] | None:
+    """A matched collective's members for the critical path; None where one lacks its
+    landmark (a CPU range without a start, a report reduced by older code)."""
+    found = []
+    for d, rank, _, start, c in group:
+        gate = gates.get(rank)
+        if c.ready_ns is None or start is None or gate is None:
+            return None
+        found.append(Arrival(rank, d, start - gate, c.ready_ns, c.busy_ns, c.idle_ns))
+    return found
+
+
+def _floor_ns(thresholds: Thresholds, rows: list[StepRow]) -> int:
+    return int(late_bar(thresholds, [scale_ms(row) for row in rows]) * NS_PER_MS)
+
+
+def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> Lateness:
+    thresholds = thresholds or Thresholds()
     result = Lateness({}, {}, {}, 0, [])
     step_ms, comms = _per_step(ranks)
     reports = {_rank(t): t.report for t in ranks}
+    rows: dict[int, dict[int, StepRow]] = defaultdict(dict)
+    for t in ranks:
+        for row in t.steps:
+            rows[row.step][_rank(t)] = row
     late: dict[tuple[int, int], float] = defaultdict(float)
+    summed: dict[tuple[int, int], float] = defaultdict(float)
     wait: dict[tuple[int, int], float] = defaultdict(float)
     exposed_wait: dict[tuple[int, int], int] = defaultdict(int)
     exposed: dict[tuple[int, int], int] = defaultdict(int)
@@ -183,12 +221,13 @@ def measure(ranks: list[RankTables]) -> Lateness:
         for rank in by_rank:
             wait[(rank, step)] += 0.0
             late[(rank, step)] += 0.0
+            summed[(rank, step)] += 0.0
         for group in groups:
             durations = sorted(group, key=lambda m: (m[0], m[1]))
             shortest, last = durations[0][:2]
-            late[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
+            summed[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
             _record_waits(result.call_wait_ns, durations, reports)
-            for d, rank, pieces, _ in durations:
+            for d, rank, pieces, _, _ in durations:
                 wait[(rank, step)] += (d - shortest) / NS_PER_MS
                 # The wait is the head of the kernel: the last rank's arrival ends it.
                 exposed_wait[(rank, step)] += head_overlap(pieces, d - shortest)
@@ -196,10 +235,45 @@ def measure(ranks: list[RankTables]) -> Lateness:
                 if d > shortest:
                     waited_on[(rank, step)][last] += d - shortest
             result.matched += 1
-    result.wait_ms, result.late_ms = dict(wait), dict(late)
+        gates = {rank: row.gate_ns for rank, row in rows[step].items()}
+        arrivals = [_arrivals(group, gates) for group in groups]
+        if any(a is None for a in arrivals):
+            result.unwalked.append(step)
+            continue
+        floor = _floor_ns(thresholds, list(rows[step].values()))
+        path = walk([a for a in arrivals if a is not None], floor)
+        result.paths[step] = path
+        for rank, value in path.late.items():
+            late[(rank, step)] = value if value * NS_PER_MS > floor else 0.0
+    result.summed_wait_ms, result.summed_late_ms = dict(wait), dict(summed)
+    result.late_ms = dict(late)
     result.exposed_wait_ns, result.exposed_ns = dict(exposed_wait), dict(exposed)
     result.waited_for = {key: max(sorted(by), key=lambda r: by[r]) for key, by in waited_on.items()}
+    # A waiting rank's figure: the time it lost to waiting (its exposed wait, plus its compute
+    # slowed by its own spinning kernels where the path says so).
+    for step, per_rank in rows.items():
+        path = result.paths.get(step)
+        for rank, row in per_rank.items():
+            if (rank, step) in wait:
+                slowed = path.slowed.get(rank, 0.0) if path else 0.0
+                result.wait_ms[(rank, step)] = split(row, rank, result)[0] + slowed
     return result
+
+
+def split(row: StepRow, rank: int, lateness: Lateness) -> tuple[float, float]:
+    """(comm_wait_ms, comm_transfer_ms) of one rank's step: its exposed communication split
+    into waiting for the last peer and transfer (nsysgen/analyze/waiting.py says how)."""
+    key = (rank, row.step)
+    wait_ms = lateness.summed_wait_ms.get(key, 0.0)
+    if row.source != "gpu":
+        comm = row.exposed_comm_ms
+        waited = min(comm, wait_ms)
+        return waited, comm - waited
+    exposed, cpu_comm = row.exposed_comm_ms, row.cpu_comm_ms
+    total = lateness.exposed_ns.get(key, 0)
+    share = min(1.0, lateness.exposed_wait_ns.get(key, 0) / total) if total else 0.0
+    waited = exposed * share + min(cpu_comm, wait_ms)
+    return waited, exposed + cpu_comm - waited
 
 
 def scale_ms(row: StepRow) -> float:

@@ -40,12 +40,12 @@ from typing import Any, Literal, TypedDict, get_args
 
 from nsysgen.analyze import fabric as yardstick
 from nsysgen.analyze import verdict as answer
-from nsysgen.analyze import waiting
+from nsysgen.analyze import views, waiting
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
-from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
+from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
 
 SCHEMA = "nsysgen-analyze-summary/1"
 StepField = Literal[
@@ -170,7 +170,7 @@ def _step_entry(
     row: StepRow, rank: int, lateness: Lateness, edges: tuple[int | None, int | None]
 ) -> StepEntry:
     edge = "open" if row.step == edges[0] else "close" if row.step == edges[1] else None
-    comm_wait, comm_transfer = waiting.split(row, rank, lateness)
+    comm_wait, comm_transfer = split(row, rank, lateness)
     return {
         "step": row.step,
         "source": row.source,
@@ -238,6 +238,15 @@ def cuda_graphs(ranks: list[RankTables]) -> CudaGraphs | None:
     return {"launches": launches, "traced": "node", "note": note}
 
 
+def _nodes(ranks: list[RankTables]) -> dict[int, str]:
+    """Each rank's node, as its report's name says (or its block of GPUS_PER_NODE ranks)."""
+    return {
+        t.rank: views.node_of({"rank": t.rank, "report": t.report})
+        for t in ranks
+        if t.rank is not None and t.steps
+    }
+
+
 def build(
     ranks: list[RankTables],
     lateness: Lateness,
@@ -278,7 +287,7 @@ def build(
         "limits": limits(calls, len(ranks), world, world_given),
         "by_step": steps,
         "job_median_step_ms": waiting.job_step_median(steps),
-        "verdict": answer.build(stragglers, steps, lateness, stepped, thresholds),
+        "verdict": answer.build(stragglers, steps, lateness, stepped, thresholds, _nodes(ranks)),
         "fabric": fabric,
     }
     # With one rank known there is no bus bandwidth to correct (a limit says so already).

@@ -3,6 +3,7 @@ was late, on how many of the judged steps, by how much, and which ranks waited f
 
 from __future__ import annotations
 
+import statistics
 from typing import TypedDict
 
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
@@ -24,11 +25,43 @@ class Verdict(TypedDict):
     kind: str | None  # "slow rank" | "hiccup"
     steps: list[int]  # the judged steps it was late on
     judged_steps: int
-    by_ms: float | None  # mean lateness over those steps
+    by_ms: float | None  # mean lateness over those steps: its share of the critical path
+    late_together: list[int]  # the ranks late on the same steps with it (itself included)
+    late_together_count: int
+    nodes: list[str]  # the nodes all of whose ranks were late together (a bad node)
+    job_step_ms: float | None  # the job's median step time over the judged steps
+    what_if_step_ms: float | None  # the same had the late ranks been on time
     waited: list[int]  # ranks that waited for it on those steps, longest total wait first
     waited_count: int
     also: list[Also]  # the other late ranks, latest first
     text: str
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
+def _whole_nodes(together: list[int], nodes: dict[int, str]) -> list[str]:
+    """The nodes every recorded rank of which is in `together`."""
+    members: dict[str, set[int]] = {}
+    for rank, node in nodes.items():
+        members.setdefault(node, set()).add(rank)
+    chosen = set(together)
+    return sorted(
+        (node for node, ranks in members.items() if ranks <= chosen and len(ranks) > 1),
+        key=lambda n: min(members[n]),
+    )
+
+
+def _who(rank: int, together: list[int], whole: list[str]) -> str:
+    if len(together) == 1:
+        return f"rank {rank}"
+    ranks = ranks_text(together[:NAMED], NAMED, len(together))
+    if whole:
+        where = whole[0] if len(whole) == 1 else f"{len(whole):,} nodes"
+        where = f"the node of {where}" if where.startswith("ranks ") else where
+        return f"{where} ({ranks}) together"
+    return f"{ranks} together"
 
 
 def build(
@@ -37,7 +70,9 @@ def build(
     lateness: Lateness,
     ranks: int,
     thresholds: Thresholds,
+    nodes: dict[int, str] | None = None,
 ) -> Verdict:
+    """The verdict (`nodes`: each rank's node, for naming a node late as a whole)."""
     judged = [s for s in steps if s["judged"]]
     verdict: Verdict = {
         "late_rank": None,
@@ -45,6 +80,11 @@ def build(
         "steps": [],
         "judged_steps": len(judged),
         "by_ms": None,
+        "late_together": [],
+        "late_together_count": 0,
+        "nodes": [],
+        "job_step_ms": _median([s["job_step_ms"] for s in judged]),
+        "what_if_step_ms": None,
         "waited": [],
         "waited_count": 0,
         "also": [],
@@ -58,35 +98,71 @@ def build(
         return verdict
     if not stragglers:
         verdict["text"] = (
-            f"no rank late on the {len(judged)} judged steps of {ranks:,} ranks (none held the "
-            f"others up by more than {thresholds.min_ms:g} ms and "
-            f"{100 * thresholds.min_fraction:g} % of the step)"
+            f"no rank late on the {len(judged)} judged steps of {ranks:,} ranks (no rank's "
+            f"share of a step's critical path beyond the ranks on time above "
+            f"{thresholds.min_ms:g} ms and {100 * thresholds.min_fraction:g} % of the step)"
         )
         return verdict
-    first, *others = stragglers
+    first = stragglers[0]
     rank, late_steps = first["rank"], set(first["steps"])
-    # Who waited for it: on its late steps, the ranks whose wait was mostly for it, by their
-    # total wait there.
+    # Late together: the stragglers late on exactly its steps (a node, a switch, half the job).
+    together = sorted(
+        (s for s in stragglers if s["steps"] == first["steps"]),
+        key=lambda s: (-s["mean_lateness_ms"], s["rank"]),
+    )
+    members = [s["rank"] for s in together]
+    others = [s for s in stragglers if s["rank"] not in set(members)]
+    whole = _whole_nodes(members, nodes or {})
+    # Who waited for it: on its late steps, the ranks not late with it, by their time lost.
     waits: dict[int, float] = {}
     for (other, step), value in lateness.wait_ms.items():
-        mine = lateness.waited_for.get((other, step), rank) == rank
-        if step in late_steps and other != rank and value > 0 and mine:
+        if step in late_steps and other not in set(members) and value > 0:
             waits[other] = waits.get(other, 0.0) + value
     waited = sorted(waits, key=lambda r: (-waits[r], r))
     count = len(waited)
-    verdict["late_rank"], verdict["kind"] = rank, first["kind"]
-    verdict["steps"], verdict["by_ms"] = first["steps"], first["mean_lateness_ms"]
-    verdict["waited"], verdict["waited_count"] = waited[:NAMED], count
-    verdict["also"] = [
-        {"rank": s["rank"], "kind": s["kind"], "steps": s["steps"], "by_ms": s["mean_lateness_ms"]}
-        for s in others[:NAMED]
-    ]
-    text = (
-        f"rank {rank} late on {len(first['steps'])} of {len(judged)} judged steps "
-        f"({steps_text(first['steps'])}) by {first['mean_lateness_ms']:.1f} ms on average"
+    by_ms = round(statistics.fmean(s["mean_lateness_ms"] for s in together), 3)
+    what_if = _median(
+        [s["job_step_ms"] if s["what_if_step_ms"] is None else s["what_if_step_ms"]
+         for s in judged]
+    )  # fmt: skip
+    verdict.update(
+        {
+            "late_rank": rank,
+            "kind": first["kind"],
+            "steps": first["steps"],
+            "by_ms": by_ms,
+            "late_together": members[:NAMED],
+            "late_together_count": len(members),
+            "nodes": whole,
+            "what_if_step_ms": what_if,
+            "waited": waited[:NAMED],
+            "waited_count": count,
+            "also": [
+                {
+                    "rank": s["rank"],
+                    "kind": s["kind"],
+                    "steps": s["steps"],
+                    "by_ms": s["mean_lateness_ms"],
+                }
+                for s in others[:NAMED]
+            ],  # fmt: skip
+        }
     )
+    text = (
+        f"{_who(rank, members, whole)} late on {len(first['steps'])} of {len(judged)} judged "
+        f"steps ({steps_text(first['steps'])}) by {by_ms:.1f} ms on average"
+    )
+    if verdict["job_step_ms"] is not None and what_if is not None:
+        text += (
+            f" (the job's median step {verdict['job_step_ms']:.1f} ms, {what_if:.1f} ms had "
+            f"{'it' if len(members) == 1 else 'they'} been on time)"
+        )
     if waited:
-        text += f"; {ranks_text(waited[:NAMED], NAMED, count)} waited"
+        lost = statistics.fmean(waits[r] for r in waited) / max(1, len(late_steps))
+        text += (
+            f"; {ranks_text(waited[:NAMED], NAMED, count)} waited (lost {lost:.1f} ms a step: "
+            f"exposed wait and compute slowed by waiting)"
+        )
     for s in others[:2]:
         text += (
             f"; also rank {s['rank']} ({s['kind']}) on step{'s' if len(s['steps']) > 1 else ''} "

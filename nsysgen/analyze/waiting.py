@@ -31,31 +31,18 @@ from nsysgen.analyze.stragglers import Lateness, Thresholds, late_bar, scale_ms
 WAITED_LISTED = 8  # ranks listed by name in a step's "waited"; the count says how many in all
 
 
-def split(row: StepRow, rank: int, lateness: Lateness) -> tuple[float, float]:
-    """(comm_wait_ms, comm_transfer_ms) of one rank's step."""
-    key = (rank, row.step)
-    wait_ms = lateness.wait_ms.get(key, 0.0)
-    if row.source != "gpu":
-        comm = row.exposed_comm_ms
-        waited = min(comm, wait_ms)
-        return waited, comm - waited
-    exposed, cpu_comm = row.exposed_comm_ms, row.cpu_comm_ms
-    total = lateness.exposed_ns.get(key, 0)
-    share = min(1.0, lateness.exposed_wait_ns.get(key, 0) / total) if total else 0.0
-    waited = exposed * share + min(cpu_comm, wait_ms)
-    return waited, exposed + cpu_comm - waited
-
-
 class StepVerdict(TypedDict):
     """One step over all ranks (summary.json's "by_step", in this key order)."""
 
     step: int
     judged: bool  # False: a window edge, or no evidence across ranks
     job_step_ms: float  # the slowest rank's step: the job's step
-    slowest_rank: int
-    late_rank: int | None  # the rank the others waited for, above the lateness bar
-    late_ms: float  # how long the next-to-last rank waited for it (summed over collectives)
-    waited: list[int]  # ranks that waited for late_rank, longest first (at most WAITED_LISTED)
+    late_rank: int | None  # the latest rank above the noise floor (its share of the path)
+    late_ms: float  # late_rank's lateness: its share of the critical path (0: nobody late)
+    late_ranks: list[int]  # the late group, latest first (at most WAITED_LISTED)
+    late_count: int
+    what_if_step_ms: float | None  # the job's step had the late group been on time
+    waited: list[int]  # ranks that waited for the late group, longest first (at most 8)
     waited_count: int
     evidence: str | None  # "collectives" | "step-time" | None: not measured
 
@@ -80,31 +67,30 @@ def by_step(
             waits[step].append((value, rank))
     out: list[StepVerdict] = []
     for step, per_rank in sorted(times.items()):
-        # Ranks of a synchronous job end their step together: of those tied (to the
-        # microsecond), the one the others waited for.
-        slowest = max(
-            sorted(per_rank),
-            key=lambda r: (round(per_rank[r], 3), lateness.late_ms.get((r, step), 0.0)),
-        )
         evidence = lateness.evidence.get(step)
-        top = max(late[step], key=lambda x: (x[0], -x[1]), default=(0.0, -1))
         bar = late_bar(thresholds, scales[step])
-        culprit = top[1] if top[0] > bar else None
+        group = sorted((-value, rank) for value, rank in late[step] if value > bar)
+        top = group[0] if group else (0.0, None)
+        members = {rank for _, rank in group}
         waited = sorted(
-            (-value, rank)
-            for value, rank in waits[step]
-            if culprit is not None
-            and rank != culprit
-            and lateness.waited_for.get((rank, step), culprit) == culprit
+            (-value, rank) for value, rank in waits[step] if members and rank not in members
         )
+        job_step = max(per_rank.values())
+        path = lateness.paths.get(step)
+        what_if = None
+        if members:
+            saving = path.saving_ms if path is not None else -top[0]
+            what_if = round(max(0.0, job_step - saving), 4)
         out.append(
             {
                 "step": step,
                 "judged": evidence is not None and step not in edges,
-                "job_step_ms": round(per_rank[slowest], 4),
-                "slowest_rank": slowest,
-                "late_rank": culprit,
-                "late_ms": round(top[0], 4),
+                "job_step_ms": round(job_step, 4),
+                "late_rank": top[1],
+                "late_ms": round(-top[0], 4) or 0.0,
+                "late_ranks": [rank for _, rank in group[:WAITED_LISTED]],
+                "late_count": len(group),
+                "what_if_step_ms": what_if,
                 "waited": [rank for _, rank in waited[:WAITED_LISTED]],
                 "waited_count": len(waited),
                 "evidence": evidence,

@@ -1,0 +1,79 @@
+"""Where a rank stood when it became ready for each collective: the half of the critical path
+that is read from one report (nsysgen/analyze/critical.py walks the path across ranks).
+
+A step's gate is the end of its last collective: the last rank's arrival ends that collective
+on every rank of the group at the same instant, so times measured on one rank's clock from its
+previous gate are comparable across ranks without aligning any clocks. For each collective of a
+step, on the rank's own clock and from the step's opening gate (the previous step's gate; the
+step's CPU entry for the first recorded step):
+
+- ready: when the rank's own work for the collective was done: the later of the moment its
+  host issued the collective's launch and the end of the GPU work it launched before it (the
+  bucket of gradients a DDP all-reduce carries). An NCCL kernel starting later than that was
+  held by something else: the previous collective on its stream, itself waiting for a peer.
+  A CPU collective (gloo) is ready when its blocking call is entered;
+- busy: how long compute kernels (and graph launches) ran between the gate and ready;
+- idle: how long nothing at all ran on the GPU between the gate and ready: launch gaps, host
+  syncs, data loading, sleeps. Time the GPU spent in an NCCL kernel is neither (waiting or
+  transfer).
+"""
+
+from __future__ import annotations
+
+import bisect
+from itertools import accumulate
+
+from nsysgen.analyze import intervals as iv
+from nsysgen.analyze.steps_read import NCCL, GpuOp
+
+
+class Coverage:
+    """How much of the time up to a moment a merged interval list covers (prefix sums, one
+    binary search a lookup)."""
+
+    def __init__(self, merged: list[iv.Interval]) -> None:
+        self._starts = [start for start, _ in merged]
+        self._ends = [end for _, end in merged]
+        self._before = [0, *accumulate(end - start for start, end in merged)]
+
+    def until(self, moment: int) -> int:
+        index = bisect.bisect_right(self._starts, moment)  # intervals started by `moment`
+        if index == 0:
+            return 0
+        still_running = self._ends[index - 1] - moment
+        return self._before[index] - max(0, still_running)
+
+    def between(self, begin: int, end: int) -> int:
+        return self.until(end) - self.until(begin) if end > begin else 0
+
+
+def process_coverage(
+    compute: list[list[iv.Interval]], every: list[list[iv.Interval]]
+) -> tuple[Coverage, Coverage]:
+    """Coverage of compute and of all GPU work over the process's steps (each step's merged
+    lists merged again: a step's work can run into the next step's time)."""
+    return (
+        Coverage(iv.union([i for step in compute for i in step])),
+        Coverage(iv.union([i for step in every for i in step])),
+    )
+
+
+def nccl_ready(ops: list[GpuOp]) -> list[int]:
+    """For each NCCL op of a step (in launch order), when its rank was ready for it. In
+    comprehensions and C-level accumulate: a step can hold a million ops."""
+    at = [i for i, op in enumerate(ops) if op[3] == NCCL]
+    if not at:
+        return []
+    ends = [0 if kind == NCCL else end for _, _, end, kind, _, _ in ops[: at[-1]]]
+    done = list(accumulate(ends, max, initial=0))  # done[i]: the latest end of ops[:i]
+    return [min(ops[i][1], max(ops[i][0], done[i])) for i in at]
+
+
+Landmark = tuple[int, int, int]  # (ready, busy, idle) ns from the step's opening gate
+
+
+def landmark(gate: int, ready: int, compute: Coverage, every: Coverage) -> Landmark:
+    """One collective's landmark (`ready` before the gate counts as at the gate: the host
+    issued it early, the rank was ready when the step opened)."""
+    at = max(ready, gate)
+    return at - gate, compute.between(gate, at), (at - gate) - every.between(gate, at)
