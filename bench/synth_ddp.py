@@ -28,6 +28,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synth_export import _write  # noqa: E402  (bench/synth_export.py)
@@ -69,7 +70,7 @@ def report_name(shape: Shape, rank: int) -> str:
 
 @dataclass
 class _Rank:
-    rows: dict[str, list[tuple[object, ...]]]
+    rows: dict[str, list[tuple[Any, ...]]]
     host: int  # the host's clock (global time; the node's offset is added when written)
     gpu: int  # when the compute stream is free
     nccl: int  # when the NCCL stream is free

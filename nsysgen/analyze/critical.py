@@ -113,22 +113,22 @@ def walk(groups: list[list[Arrival]], floor_ns: int) -> StepPath:
         speed = speeds.get(a.rank)
         kernels = a.busy * (1 - 1 / speed) if speed else a.busy - busy_least
         share[a.rank] = max(0.0, a.idle - idle) + max(0.0, kernels)
-    ready = {a.rank: a.ready for a in at}
-    top = max(ready.values())
-    others = max(ready[r] for r in on_time)
-    fixed = max(others, *(ready[r] - share[r] for r in late))
-    alone = {}
-    for rank in late:
-        rest = max(v for r, v in ready.items() if r != rank)
-        alone[rank] = _ms(top - max(rest, ready[rank] - share[rank]))
     # The waiting ranks' compute slowed by their spinning NCCL kernels: their compute on the
     # path beyond the late ranks' (taken at the speed of the ranks on time).
     unslowed = min(a.busy / speeds.get(a.rank, 1.0) for a in at if a.rank in late)
-    slowed = {a.rank: _ms(max(0.0, a.busy - unslowed)) for a in punctual}
+    slowed = {a.rank: max(0.0, a.busy - unslowed) for a in punctual}
+    # What-if: the late ranks ready their lateness earlier; the ranks on time then ready as
+    # they would have unslowed (their slowdown came from waiting for the late ones).
+    ready = {a.rank: a.ready - (share[a.rank] if a.rank in late else slowed[a.rank]) for a in at}
+    top = max(a.ready for a in at)
+    alone = {}
+    for rank in late:
+        rest = max(a.ready for a in at if a.rank != rank)
+        alone[rank] = _ms(top - max(rest, ready[rank]))
     return StepPath(
         k,
         {rank: _ms(value) for rank, value in share.items()},
-        _ms(top - fixed),
+        _ms(max(0.0, top - max(ready.values()))),
         alone,
-        slowed,
+        {rank: _ms(value) for rank, value in slowed.items()},
     )

@@ -190,15 +190,75 @@ def _floor_ns(thresholds: Thresholds, rows: list[StepRow]) -> int:
     return int(late_bar(thresholds, [scale_ms(row) for row in rows]) * NS_PER_MS)
 
 
+def _walk(
+    step: int,
+    groups: list[list[_Member]],
+    rows: dict[int, StepRow],
+    thresholds: Thresholds,
+    result: Lateness,
+) -> dict[int, float]:
+    """The step's critical path (into result.paths): rank -> its lateness, 0 below the floor."""
+    gates = {rank: row.gate_ns for rank, row in rows.items()}
+    arrivals = [_arrivals(group, gates) for group in groups]
+    walkable = [a for a in arrivals if a is not None]
+    if len(walkable) < len(arrivals):
+        result.unwalked.append(step)
+        return {}
+    floor = _floor_ns(thresholds, list(rows.values()))
+    path = walk(walkable, floor)
+    result.paths[step] = path
+    return {rank: value if value * NS_PER_MS > floor else 0.0 for rank, value in path.late.items()}
+
+
+def _lost(
+    rows: dict[int, dict[int, StepRow]],
+    wait: dict[tuple[int, int], float],
+    result: Lateness,
+) -> None:
+    """A waiting rank's figure: the time it lost to waiting (its exposed wait, plus its compute
+    slowed by its own spinning kernels where the path measured it)."""
+    for step, per_rank in rows.items():
+        path = result.paths.get(step)
+        for rank, row in per_rank.items():
+            if (rank, step) in wait:
+                slowed = path.slowed.get(rank, 0.0) if path is not None else 0.0
+                result.wait_ms[(rank, step)] = split(row, rank, result)[0] + slowed
+
+
+def _add_waits(
+    step: int,
+    durations: list[_Member],
+    wait: dict[tuple[int, int], float],
+    exposed_wait: dict[tuple[int, int], int],
+    exposed: dict[tuple[int, int], int],
+    waited_on: dict[tuple[int, int], dict[int, int]],
+) -> None:
+    """One matched collective's waits (members shortest first) added to the step's sums."""
+    shortest, last = durations[0][:2]
+    for d, rank, pieces, _, _ in durations:
+        wait[(rank, step)] += (d - shortest) / NS_PER_MS
+        # The wait is the head of the kernel: the last rank's arrival ends it.
+        exposed_wait[(rank, step)] += head_overlap(pieces, d - shortest)
+        exposed[(rank, step)] += head_overlap(pieces, d)
+        if d > shortest:
+            waited_on[(rank, step)][last] += d - shortest
+
+
+def _rows(ranks: list[RankTables]) -> dict[int, dict[int, StepRow]]:
+    """step -> rank -> its row."""
+    rows: dict[int, dict[int, StepRow]] = defaultdict(dict)
+    for t in ranks:
+        for row in t.steps:
+            rows[row.step][_rank(t)] = row
+    return rows
+
+
 def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> Lateness:
     thresholds = thresholds or Thresholds()
     result = Lateness({}, {}, {}, 0, [])
     step_ms, comms = _per_step(ranks)
     reports = {_rank(t): t.report for t in ranks}
-    rows: dict[int, dict[int, StepRow]] = defaultdict(dict)
-    for t in ranks:
-        for row in t.steps:
-            rows[row.step][_rank(t)] = row
+    rows = _rows(ranks)
     late: dict[tuple[int, int], float] = defaultdict(float)
     summed: dict[tuple[int, int], float] = defaultdict(float)
     wait: dict[tuple[int, int], float] = defaultdict(float)
@@ -227,36 +287,15 @@ def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> La
             shortest, last = durations[0][:2]
             summed[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
             _record_waits(result.call_wait_ns, durations, reports)
-            for d, rank, pieces, _, _ in durations:
-                wait[(rank, step)] += (d - shortest) / NS_PER_MS
-                # The wait is the head of the kernel: the last rank's arrival ends it.
-                exposed_wait[(rank, step)] += head_overlap(pieces, d - shortest)
-                exposed[(rank, step)] += head_overlap(pieces, d)
-                if d > shortest:
-                    waited_on[(rank, step)][last] += d - shortest
+            _add_waits(step, durations, wait, exposed_wait, exposed, waited_on)
             result.matched += 1
-        gates = {rank: row.gate_ns for rank, row in rows[step].items()}
-        arrivals = [_arrivals(group, gates) for group in groups]
-        if any(a is None for a in arrivals):
-            result.unwalked.append(step)
-            continue
-        floor = _floor_ns(thresholds, list(rows[step].values()))
-        path = walk([a for a in arrivals if a is not None], floor)
-        result.paths[step] = path
-        for rank, value in path.late.items():
-            late[(rank, step)] = value if value * NS_PER_MS > floor else 0.0
+        for rank, value in _walk(step, groups, rows[step], thresholds, result).items():
+            late[(rank, step)] = value
     result.summed_wait_ms, result.summed_late_ms = dict(wait), dict(summed)
     result.late_ms = dict(late)
     result.exposed_wait_ns, result.exposed_ns = dict(exposed_wait), dict(exposed)
     result.waited_for = {key: max(sorted(by), key=lambda r: by[r]) for key, by in waited_on.items()}
-    # A waiting rank's figure: the time it lost to waiting (its exposed wait, plus its compute
-    # slowed by its own spinning kernels where the path says so).
-    for step, per_rank in rows.items():
-        path = result.paths.get(step)
-        for rank, row in per_rank.items():
-            if (rank, step) in wait:
-                slowed = path.slowed.get(rank, 0.0) if path else 0.0
-                result.wait_ms[(rank, step)] = split(row, rank, result)[0] + slowed
+    _lost(rows, wait, result)
     return result
 
 

@@ -25,7 +25,7 @@ import statistics
 from collections import defaultdict
 from typing import TypedDict
 
-from nsysgen.analyze.steps import RankTables, StepRow, window_edges
+from nsysgen.analyze.steps import RankTables, window_edges
 from nsysgen.analyze.stragglers import Lateness, Thresholds, late_bar, scale_ms
 
 WAITED_LISTED = 8  # ranks listed by name in a step's "waited"; the count says how many in all
