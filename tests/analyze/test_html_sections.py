@@ -30,21 +30,26 @@ def test_tables_align_numbers_and_escape_words() -> None:
 
 def test_step_by_step_keeps_the_judged_steps_latest_first_past_the_cap() -> None:
     summary = {"by_step": [
-        {"step": s, "judged": s > 0, "job_step_ms": 10.0 + s, "slowest_rank": 1,
-         "late_rank": None if s % 2 else 1, "late_ms": float(s), "waited": [0, 2]}
+        {"step": s, "judged": s > 0, "job_step_ms": 10.0 + s, "late_rank": None if s % 2 else 1,
+         "late_ms": float(s), "late_count": 0 if s % 2 else 1,
+         "what_if_step_ms": None if s % 2 else 10.0, "waited": [0, 2]}
         for s in range(6)
     ]}  # fmt: skip
     page = hs.by_step(summary, most=3)
-    assert "<caption>the 5 judged steps, the 3 with the longest lateness; late rank:" in page
+    assert "<caption>the 5 judged steps, the 3 with the longest lateness; late: a rank" in page
     rows = re.findall(r"<tr><td class=n>(\d+)</td>.*?</tr>", page)
     assert rows == ["5", "4", "3"]
-    # No late rank is a dash; the count of ranks that waited from the list when not given.
-    assert re.findall(r"<tr>(?:<td[^>]*>[^<]*</td>){3}<td[^>]*>([^<]*)</td>", page) == [
+    # No late rank is a dash, and so are its lateness and the step had it been on time; the
+    # count of ranks that waited from the list when not given.
+    assert re.findall(r"<tr>(?:<td[^>]*>[^<]*</td>){2}<td[^>]*>([^<]*)</td>", page) == [
         "–", "1", "–"
+    ]  # fmt: skip
+    assert re.findall(r"<tr>(?:<td[^>]*>[^<]*</td>){5}<td[^>]*>([^<]*)</td>", page) == [
+        "–", "10.000", "–"
     ]  # fmt: skip
     assert page.count("<td class=n>2</td></tr>") == 3
     everything = hs.by_step(summary)
-    assert "<caption>the 5 judged steps; late rank" in everything
+    assert "<caption>the 5 judged steps; late: a rank" in everything
     assert hs.by_step({}) == ""
 
 

@@ -89,8 +89,10 @@ def test_the_slow_run_regresses_against_the_clean_one_and_names_rank_1(
     assert code == EXIT_DRIFT
     said = [line for line in lines if not line.startswith(("wrote ", "report: "))]
     verdict = (
-        "rank 1 late on 4 of 6 judged steps (9, 12, 13, 14) by 49.4 ms on average; rank 0 "
-        "waited; also rank 0 (hiccup) on step 11 by 51.3 ms"
+        "rank 1 late on 4 of 6 judged steps (9, 12, 13, 14) by 48.3 ms on average (the job's "
+        "median step 127.4 ms, 84.4 ms had it been on time); rank 0 waited (lost 49.4 ms a "
+        "step: exposed wait and compute slowed by waiting); also rank 0 (hiccup) on step 11 by "
+        "50.1 ms"
     )
     assert said == [
         "no NCCL kernels in 2 report(s): nothing to plot",
@@ -99,8 +101,8 @@ def test_the_slow_run_regresses_against_the_clean_one_and_names_rank_1(
         "not measured)",
         "steps 8..15 on 2 rank(s); first and last step not judged (the window's open and close "
         "pause the recorded ranks)",
-        "straggler: rank 1 (slow rank) late on steps 9, 12, 13, 14 by 49.4 ms on average",
-        "straggler: rank 0 (hiccup) late on step 11 by 51.3 ms on average",
+        "straggler: rank 1 (slow rank) late on steps 9, 12, 13, 14 by 48.3 ms on average",
+        "straggler: rank 0 (hiccup) late on step 11 by 50.1 ms on average",
         f"regression: REGRESSED job median step time: 72.7 -> 127.4 ms (+75.4 %): {verdict}",
         f"baseline {clean}: 5 figure(s) compared, 2 regressed beyond 10 %",
         "REGRESSED  job median step time: 72.667 -> 127.441 ms (+75.4 %)",

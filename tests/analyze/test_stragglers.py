@@ -14,8 +14,14 @@ from nsysgen.analyze.stragglers import Thresholds, find, late_bar, measure, scal
 MS = 1_000_000
 
 
+GATE, END, BUSY = 100 * MS, 20 * MS, 5 * MS  # a step's opening gate, its collectives' end
+
+
 def row(step: int, step_ms: float = 20.0, gpu_ms: float | None = None) -> StepRow:
-    return StepRow(step, "gpu", step_ms, step_ms, 10.0, 2.0, 10.0, 0.0, 0.0, 0.0, 2, gpu_ms)
+    return StepRow(
+        step, "gpu", step_ms, step_ms, 10.0, 2.0, 10.0, 0.0, 0.0, 0.0, 2, gpu_ms,
+        gate_ns=step * GATE,
+    )  # fmt: skip
 
 
 def rank(
@@ -25,12 +31,16 @@ def rank(
     step_ms: dict[int, float] | None = None,
     gpu_ms: float | None = None,
 ) -> RankTables:
-    """A rank's steps and, per step, its collectives' kernel durations (ms), fully exposed."""
+    """A rank's steps and, per step, its collectives' kernel durations (ms), fully exposed.
+    Every collective ends END after the step's gate, so a kernel of d ms started (and its rank
+    was ready) END - d after it, having computed BUSY and idled the rest."""
     times = step_ms or {}
     comms = [
         Collective(
-            step, i, "ncclAllReduce", round(ms * MS), None, [0, round(ms * MS)], step * 1000 + i
-        )
+            step, i, "ncclAllReduce", round(ms * MS), None, [0, round(ms * MS)],
+            step * GATE + END - round(ms * MS), ready_ns=END - round(ms * MS), busy_ns=BUSY,
+            idle_ns=END - round(ms * MS) - BUSY,
+        )  # fmt: skip
         for step, durations in collectives.items()
         for i, ms in enumerate(durations)
     ]
@@ -53,18 +63,21 @@ def late_rank_2(late: dict[int, float], gpu_ms: float | None = None) -> list[Ran
 
 def test_the_shortest_kernel_arrived_last_and_the_others_waited_for_it() -> None:
     lateness = measure(late_rank_2({1: 7.0, 2: 7.0, 3: 7.0, 5: 7.0}))
-    # Rank 2 held rank 1 up 7 ms (the next-shortest's wait): its lateness.
-    assert lateness.late_ms[(2, 1)] == 7.0 and lateness.late_ms[(0, 1)] == 0.0
-    assert [lateness.wait_ms[(r, 1)] for r in range(3)] == [8.0, 7.0, 0.0]
+    # Rank 2 held rank 1 up 7 ms (the next-shortest's wait): the sum's lateness.
+    assert lateness.summed_late_ms[(2, 1)] == 7.0 and lateness.summed_late_ms[(0, 1)] == 0.0
+    assert [lateness.summed_wait_ms[(r, 1)] for r in range(3)] == [8.0, 7.0, 0.0]
+    # On the critical path: its idle beyond the ranks on time (7 and 8 ms less idle: 7.5).
+    assert lateness.late_ms[(2, 1)] == pytest.approx(7.5) and lateness.late_ms[(0, 1)] == 0.0
+    assert lateness.paths[1].saving_ms == pytest.approx(7.0)  # the slack to rank 1
     assert lateness.waited_for[(0, 1)] == 2 and (2, 1) not in lateness.waited_for
     # The whole kernel is exposed here, so all of its wait is exposed too.
     assert lateness.exposed_wait_ns[(0, 1)] == 8 * MS and lateness.exposed_ns[(0, 1)] == 10 * MS
     # Each call's wait, by (report, start, duration), for the bandwidth's transfer time.
-    assert lateness.call_wait_ns[("job_rank0", 1000, 10 * MS)] == 8 * MS
-    assert lateness.call_wait_ns[("job_rank2", 1000, 2 * MS)] == 0
+    assert lateness.call_wait_ns[("job_rank0", GATE + END - 10 * MS, 10 * MS)] == 8 * MS
+    assert lateness.call_wait_ns[("job_rank2", GATE + END - 2 * MS, 2 * MS)] == 0
     # Step 0: no late rank, but rank 0 still waited 1 ms for rank 1 (and rank 2 with it).
     assert lateness.late_ms[(1, 0)] == 0.0 and lateness.late_ms[(2, 0)] == 0.0
-    assert lateness.wait_ms[(0, 0)] == 1.0
+    assert lateness.summed_wait_ms[(0, 0)] == 1.0
     assert (lateness.matched, lateness.matched_by, lateness.mismatched_steps) == (
         6, {"order in step"}, []
     )  # fmt: skip
@@ -79,7 +92,7 @@ def test_uneven_counts_match_the_common_ones_and_no_collective_falls_back_to_ste
     ]
     lateness = measure(ranks)
     assert lateness.mismatched_steps == [1] and lateness.matched == 1
-    assert [lateness.wait_ms[(r, 1)] for r in range(3)] == [3.0, 0.0, 2.0]  # first ones only
+    assert [lateness.summed_wait_ms[(r, 1)] for r in range(3)] == [3.0, 0.0, 2.0]  # first only
     # Step 2: nothing matched, each rank against the median of the others' step times.
     assert lateness.evidence[2] == "step-time"
     assert [lateness.late_ms[(r, 2)] for r in range(3)] == [0.0, 9.0, 0.0]
@@ -96,12 +109,12 @@ def test_stragglers_slow_ranks_and_hiccups_with_the_edges_left_out() -> None:
     lateness = measure(ranks)
     found = find(ranks, lateness, Thresholds())
     assert found == [
-        {"rank": 2, "steps": [1, 2, 3], "mean_lateness_ms": 7.0, "kind": "slow rank",
+        {"rank": 2, "steps": [1, 2, 3], "mean_lateness_ms": 7.5, "kind": "slow rank",
          "late_on_fraction_of_steps": 0.75, "evidence": ["collectives"]},
-        {"rank": 0, "steps": [4], "mean_lateness_ms": 6.0, "kind": "hiccup",
+        {"rank": 0, "steps": [4], "mean_lateness_ms": 7.5, "kind": "hiccup",
          "late_on_fraction_of_steps": 0.25, "evidence": ["collectives"]},
     ]  # fmt: skip
-    # A higher bar: 7 ms is not late once the others must wait 10 ms; 6 ms neither.
+    # A higher bar: 7.5 ms is not late once the floor is 10 ms.
     assert find(ranks, lateness, Thresholds(min_ms=10.0)) == []
 
 
