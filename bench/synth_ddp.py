@@ -76,6 +76,7 @@ class _Rank:
     nccl: int  # when the NCCL stream is free
     waits: list[tuple[int, int]] = field(default_factory=list)  # its NCCL kernels' waiting heads
     corr: int = 0
+    extra: int = 0  # a slow GPU's extra kernel time since the last gate
 
 
 class _Job:
@@ -91,6 +92,7 @@ class _Job:
             for _ in range(shape.ranks)
         ]
         self.gates: dict[int, int] = {}
+        self.extra: dict[tuple[int, int], float] = {}  # (rank, step) -> slow GPU's extra (ms)
 
     def _kernels(self) -> int:
         s = self.shape
@@ -122,8 +124,9 @@ class _Job:
     def _compute(self, rank: int, step: int, index: int) -> None:
         r = self.ranks[rank]
         length = self.lengths[step][index] + self._jitter(rank, step, index)
-        length = int(length * self.plant.slow.get(rank, 1.0))
-        r.gpu = self._launch(rank, GEMM if index % 2 else ELEMENTWISE, r.gpu, length, COMPUTE)
+        slow = int(length * self.plant.slow.get(rank, 1.0))
+        r.extra += slow - length
+        r.gpu = self._launch(rank, GEMM if index % 2 else ELEMENTWISE, r.gpu, slow, COMPUTE)
 
     def _sync(self, rank: int) -> None:
         """A copy to the host that the host waits for (the loss read back, a step's end)."""
@@ -171,6 +174,7 @@ class _Job:
         self.gates[step] = end
         for rank in ranks:
             r = self.ranks[rank]
+            self.extra[(rank, step)], r.extra = r.extra / MS, 0
             r.gpu = max(r.gpu, r.nccl)  # the optimizer waits for the gradients
             for i in range(k, k + s.optimizer):
                 self._compute(rank, step, i)
@@ -180,8 +184,17 @@ class _Job:
             r.host += 20 * US
 
 
-def job(folder: Path, shape: Shape, plant: Plant) -> dict[int, float]:
-    """Write the job's exports into `folder`; each step's gate-to-gate time (ms)."""
+@dataclass(frozen=True)
+class Truth:
+    """What was made: each step's gate-to-gate time, and each slow GPU's extra kernel time on
+    the step's path (from the previous gate to its last bucket: ms, by (rank, step))."""
+
+    step_ms: dict[int, float]
+    extra_ms: dict[tuple[int, int], float]
+
+
+def job(folder: Path, shape: Shape, plant: Plant) -> Truth:
+    """Write the job's exports into `folder`; what they hold."""
     folder.mkdir(parents=True, exist_ok=True)
     sim = _Job(shape, plant)
     for r in sim.ranks:
@@ -208,10 +221,11 @@ def job(folder: Path, shape: Shape, plant: Plant) -> dict[int, float]:
         ]
         _write(folder / f"{report_name(shape, rank)}.sqlite", rows)
     steps = list(shape.steps)
-    return {
+    times = {
         step: (sim.gates[step] - sim.gates[prev]) / MS
         for prev, step in zip(steps, steps[1:], strict=False)
     }
+    return Truth(times, sim.extra)
 
 
 def _pairs(specs: list[str]) -> dict[int, dict[int, float]]:
@@ -230,7 +244,8 @@ def main() -> None:
     parser.add_argument("--slow", action="append", default=[], metavar="RANK:FACTOR")
     args = parser.parse_args()
     slow = {int(r): float(f) for r, f in (spec.split(":") for spec in args.slow)}
-    for step, ms in job(args.out, Shape(ranks=args.ranks), Plant(_pairs(args.host), slow)).items():
+    truth = job(args.out, Shape(ranks=args.ranks), Plant(_pairs(args.host), slow))
+    for step, ms in truth.step_ms.items():
         print(f"step {step}: {ms:.3f} ms")
 
 
