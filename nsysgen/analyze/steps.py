@@ -112,8 +112,7 @@ class Collective:
     # Its start on the rank's clock (the NCCL kernel's, or the CPU range's): with the report and
     # the duration it names the NCCL call (nccl.NcclCall) whose wait the bandwidth takes out.
     start_ns: int | None = None
-    # Where the rank stood when ready for it, in ns from the step's opening gate
-    # (nsysgen/analyze/landmarks.py): ready; compute running and GPU idle until then.
+    # Ready for it; compute and GPU idle until then (ns from the step's gate; landmarks.py).
     ready_ns: int | None = None
     busy_ns: int = 0
     idle_ns: int = 0

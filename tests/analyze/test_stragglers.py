@@ -37,8 +37,15 @@ def rank(
     times = step_ms or {}
     comms = [
         Collective(
-            step, i, "ncclAllReduce", round(ms * MS), None, [0, round(ms * MS)],
-            step * GATE + END - round(ms * MS), ready_ns=END - round(ms * MS), busy_ns=BUSY,
+            step,
+            i,
+            "ncclAllReduce",
+            round(ms * MS),
+            None,
+            [0, round(ms * MS)],
+            step * GATE + END - round(ms * MS),
+            ready_ns=END - round(ms * MS),
+            busy_ns=BUSY,
             idle_ns=END - round(ms * MS) - BUSY,
         )  # fmt: skip
         for step, durations in collectives.items()
