@@ -195,6 +195,34 @@ def summary_answer(out: Path) -> dict[str, Any]:
     }
 
 
+def against(folder: Path, args: argparse.Namespace, dask: bool) -> dict[str, Any]:
+    """`nsysgen analyze` of the code in --baseline-code (an older checkout) and of this one,
+    in turn, twice each, over the same exports: every reduced result is removed before each run,
+    so both read and reduce every report (the exports, made by the first run, stay)."""
+    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "this": []}
+    folder, work = folder.resolve(), args.work.resolve()
+    saved = os.environ.get("PYTHONPATH", "")
+    for _ in range(2):
+        for name, code in (("baseline", str(args.baseline_code)), ("this", str(REPO))):
+            for cached in folder.glob("*.nsysgen-reduced.json"):
+                cached.unlink()
+            # `python -m` puts the working folder first on the path: run from the code's own.
+            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (code, saved) if p)
+            here = os.getcwd()
+            os.chdir(code)
+            try:
+                runs[name].append(analyze(folder, work / f"against-{name}", args.nsys, dask))
+            finally:
+                os.environ["PYTHONPATH"] = saved
+                os.chdir(here)
+    found: dict[str, Any] = {"runs": runs}
+    times = {k: [r.get("seconds") for r in v] for k, v in runs.items()}
+    if all(t is not None for v in times.values() for t in v):
+        best = {k: min(t for t in v if t is not None) for k, v in times.items()}
+        found["this_over_baseline_best"] = round(best["this"] / best["baseline"], 3)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reports", nargs="*", type=Path)
@@ -204,6 +232,7 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=200.0)
     parser.add_argument("--max-n", type=int, default=MAX_N)
     parser.add_argument("--deadline-s", type=float, default=330.0)
+    parser.add_argument("--baseline-code", type=Path, help="an older checkout, timed beside")
     args = parser.parse_args()
     DEADLINE[0] = time.monotonic() + args.deadline_s
     sources = args.reports or sorted((REPO / "tests" / "data" / "gpu").glob("*.nsys-rep"))
@@ -236,6 +265,8 @@ def main() -> int:
         fresh, args.work / "nsysgen-out", args.nsys, dask
     )
     result["nsysgen_answer"] = summary_answer(args.work / "nsysgen-out")
+    if args.baseline_code is not None:
+        result["against_baseline_code"] = against(fresh, args, dask)
     shutil.rmtree(fresh)
     shared = args.work / "recipes"
     copies(sources, shared, n)

@@ -11,8 +11,10 @@
 # as users run it, on a local Dask cluster; without it, analyze runs --serial and says so.
 # Usage (device, repository root; DEBS: libdw1 and libelf1 .deb files, optional: export and
 # recipe do not need the importer):
-#   [WHEELS=DIR] [N=COUNT | MAX_N=500] [BUDGET_S=200] [DEADLINE_S=330] \
+#   [WHEELS=DIR] [N=COUNT | MAX_N=500] [BUDGET_S=200] [DEADLINE_S=330] [BASELINE_CODE=DIR] \
 #     bash bench/gpu/recipes39.sh [DEBS]
+# BASELINE_CODE: an older checkout of nsysgen (its nsysgen/, conf/, schemas/), whose analyze is
+# timed in turn with this one's over the same exports (recipes39.py's `against`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ -n ${1:-} ]]; then
@@ -36,6 +38,6 @@ rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
 df -h "$WORK" | tail -1
 python3 "$here/recipes39.py" --nsys "$NSYS" --work "$WORK" --n "$N" --max-n "$MAX_N" \
   --budget-s "$BUDGET_S" --deadline-s "$DEADLINE_S" \
-  > "$OUT/recipes39.json"
+  ${BASELINE_CODE:+--baseline-code "$BASELINE_CODE"} > "$OUT/recipes39.json"
 cat "$OUT/recipes39.json"
 rm -rf "$WORK"

@@ -61,6 +61,7 @@ def test_recipes39_dry_run(tmp_path: Path) -> None:
         "OUT": str(out),
         "WORK": str(work),
         "MAX_N": "6",  # the automatic choice of N, capped
+        "BASELINE_CODE": str(REPO),  # timed beside itself here: an older checkout on the device
     }
     proc = subprocess.run(
         ["bash", "bench/gpu/recipes39.sh"],
@@ -88,4 +89,9 @@ def test_recipes39_dry_run(tmp_path: Path) -> None:
     # recipes exported theirs (the stand-in, without `nsys export`), which nsysgen read after.
     exports = [line for line in log.read_text().splitlines() if line.startswith("export --type")]
     assert len(exports) == 6 + 6 + 2
+    # The baseline code and this one in turn, twice each, every report reduced again each time.
+    against = result["against_baseline_code"]
+    assert [len(against["runs"][k]) for k in ("baseline", "this")] == [2, 2]
+    assert all(r["exit"] == 0 for runs in against["runs"].values() for r in runs)
+    assert against["this_over_baseline_best"] > 0
     assert not work.exists()  # cleaned up: the device's disk is the next run's
