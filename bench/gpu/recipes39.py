@@ -208,7 +208,7 @@ def against(folder: Path, args: argparse.Namespace, dask: bool) -> dict[str, Any
                 cached.unlink()
             # `python -m` puts the working folder first on the path: run from the code's own.
             os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (code, saved) if p)
-            here = os.getcwd()
+            here = Path.cwd()
             os.chdir(code)
             try:
                 runs[name].append(analyze(folder, work / f"against-{name}", args.nsys, dask))
