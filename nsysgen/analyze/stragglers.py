@@ -84,6 +84,8 @@ class Lateness:
     summed_late_ms: dict[tuple[int, int], float] = field(default_factory=dict)
     summed_wait_ms: dict[tuple[int, int], float] = field(default_factory=dict)
     paths: dict[int, StepPath] = field(default_factory=dict)  # step -> its critical path
+    stages: dict[int, int] = field(default_factory=dict)  # step -> groups judged apart (>1)
+    reports: dict[int, str] = field(default_factory=dict)  # rank -> its report
     unwalked: list[int] = field(default_factory=list)  # steps without landmarks on some rank
 
 
@@ -206,7 +208,18 @@ def _walk(
         return {}
     floor = _floor_ns(thresholds, list(rows.values()))
     path = walk(walkable, floor)
-    result.paths[step] = path
+    before = result.paths.get(step)  # another stage of the same step: one path a stage
+    result.paths[step] = (
+        path
+        if before is None
+        else StepPath(
+            path.collective,
+            {**before.late, **path.late},
+            max(before.saving_ms, path.saving_ms),
+            {**before.alone_ms, **path.alone_ms},
+            {**before.slowed, **path.slowed},
+        )
+    )
     return {rank: value if value * NS_PER_MS > floor else 0.0 for rank, value in path.late.items()}
 
 
@@ -253,49 +266,92 @@ def _rows(ranks: list[RankTables]) -> dict[int, dict[int, StepRow]]:
     return rows
 
 
+def _stages(by_rank: dict[int, list[_Comm]]) -> list[dict[int, list[_Comm]]]:
+    """The step's ranks in groups that ran the same collectives (kernel names, in order): a
+    pipeline's stages, each with its data-parallel peers, judged apart (a bubble, waiting for
+    another stage, is no rank's lateness). One group where all ran the same, or where a
+    sequence is one rank's alone (a rank short of a kernel is matched by order, as before)."""
+    found: dict[tuple[str, ...], dict[int, list[_Comm]]] = defaultdict(dict)
+    for rank, comms in by_rank.items():
+        found[tuple(c[4].name for c in comms)][rank] = comms
+    if len(found) > 1 and all(len(group) >= 2 for group in found.values()):
+        return list(found.values())
+    return [by_rank]
+
+
+@dataclass
+class _Sums:
+    """What measure() adds up per (rank, step)."""
+
+    late: dict[tuple[int, int], float] = field(default_factory=lambda: defaultdict(float))
+    summed: dict[tuple[int, int], float] = field(default_factory=lambda: defaultdict(float))
+    wait: dict[tuple[int, int], float] = field(default_factory=lambda: defaultdict(float))
+    exposed_wait: dict[tuple[int, int], int] = field(default_factory=lambda: defaultdict(int))
+    exposed: dict[tuple[int, int], int] = field(default_factory=lambda: defaultdict(int))
+    waited_on: dict[tuple[int, int], dict[int, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
+
+
+def _judge(
+    step: int,
+    by_rank: dict[int, list[_Comm]],
+    rows: dict[int, StepRow],
+    thresholds: Thresholds,
+    sums: _Sums,
+    result: Lateness,
+) -> bool:
+    """One group of ranks on one step, matched by their collectives; False: none matched."""
+    groups, how, differ = _matched(by_rank)
+    if differ:
+        result.mismatched_steps.append(step)
+    if not groups:
+        return False
+    result.matched_by.add(how)
+    for rank in by_rank:
+        sums.wait[(rank, step)] += 0.0
+        sums.late[(rank, step)] += 0.0
+        sums.summed[(rank, step)] += 0.0
+    for group in groups:
+        durations = sorted(group, key=lambda m: (m[0], m[1]))
+        shortest, last = durations[0][:2]
+        sums.summed[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
+        _record_waits(result.call_wait_ns, durations, result.reports)
+        _add_waits(step, durations, sums.wait, sums.exposed_wait, sums.exposed, sums.waited_on)
+        result.matched += 1
+    own = {rank: rows[rank] for rank in by_rank if rank in rows}
+    for rank, value in _walk(step, groups, own, thresholds, result).items():
+        sums.late[(rank, step)] = value
+    return True
+
+
 def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> Lateness:
     thresholds = thresholds or Thresholds()
     result = Lateness({}, {}, {}, 0, [])
+    result.reports = {_rank(t): t.report for t in ranks}
     step_ms, comms = _per_step(ranks)
-    reports = {_rank(t): t.report for t in ranks}
     rows = _rows(ranks)
-    late: dict[tuple[int, int], float] = defaultdict(float)
-    summed: dict[tuple[int, int], float] = defaultdict(float)
-    wait: dict[tuple[int, int], float] = defaultdict(float)
-    exposed_wait: dict[tuple[int, int], int] = defaultdict(int)
-    exposed: dict[tuple[int, int], int] = defaultdict(int)
-    waited_on: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    sums = _Sums()
     for step, by_rank in sorted(comms.items()):
         if len(by_rank) < 2:
             continue
-        groups, how, differ = _matched(by_rank)
-        if differ:
-            result.mismatched_steps.append(step)
-        if not groups:
-            result.evidence[step] = "step-time"
-            for rank, value, others in _with_median_of_others(step_ms[step]):
-                late[(rank, step)] = max(0.0, value - others)
+        stages = _stages(by_rank)
+        if len(stages) > 1:
+            result.stages[step] = len(stages)
+        judged = [_judge(step, group, rows[step], thresholds, sums, result) for group in stages]
+        if any(judged):
+            result.evidence[step] = "collectives"
             continue
-        result.evidence[step] = "collectives"
-        result.matched_by.add(how)
-        for rank in by_rank:
-            wait[(rank, step)] += 0.0
-            late[(rank, step)] += 0.0
-            summed[(rank, step)] += 0.0
-        for group in groups:
-            durations = sorted(group, key=lambda m: (m[0], m[1]))
-            shortest, last = durations[0][:2]
-            summed[(last, step)] += (durations[1][0] - shortest) / NS_PER_MS
-            _record_waits(result.call_wait_ns, durations, reports)
-            _add_waits(step, durations, wait, exposed_wait, exposed, waited_on)
-            result.matched += 1
-        for rank, value in _walk(step, groups, rows[step], thresholds, result).items():
-            late[(rank, step)] = value
-    result.summed_wait_ms, result.summed_late_ms = dict(wait), dict(summed)
-    result.late_ms = dict(late)
-    result.exposed_wait_ns, result.exposed_ns = dict(exposed_wait), dict(exposed)
-    result.waited_for = {key: max(sorted(by), key=lambda r: by[r]) for key, by in waited_on.items()}
-    _lost(rows, wait, result)
+        result.evidence[step] = "step-time"
+        for rank, value, others in _with_median_of_others(step_ms[step]):
+            sums.late[(rank, step)] = max(0.0, value - others)
+    result.summed_wait_ms, result.summed_late_ms = dict(sums.wait), dict(sums.summed)
+    result.late_ms = dict(sums.late)
+    result.exposed_wait_ns, result.exposed_ns = dict(sums.exposed_wait), dict(sums.exposed)
+    result.waited_for = {
+        key: max(sorted(by), key=lambda r: by[r]) for key, by in sums.waited_on.items()
+    }
+    _lost(rows, sums.wait, result)
     return result
 
 

@@ -41,6 +41,7 @@ from typing import Any, Literal, TypedDict, get_args
 from nsysgen.analyze import fabric as yardstick
 from nsysgen.analyze import verdict as answer
 from nsysgen.analyze import views, waiting
+from nsysgen.analyze.views import steps_text
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.nccl import NcclCall
@@ -303,6 +304,7 @@ def build(
             "waiting not told from transfer: one rank recorded, so its collectives have no "
             "peer to compare with (all of their time counts as comm_transfer_ms)"
         )
+    summary["limits"] += path_limits(lateness)
     graphs = cuda_graphs(ranks)
     if graphs is not None:
         summary["cuda_graphs"] = graphs
@@ -313,6 +315,27 @@ def build(
     if reference:
         summary["nccl_tests"] = list(reference)
     return summary
+
+
+def path_limits(lateness: Lateness) -> list[str]:
+    """What the critical path could not measure on these reports."""
+    found = []
+    if lateness.stages:
+        steps = sorted(lateness.stages)
+        found.append(
+            f"ranks ran different collectives on {len(steps)} step(s) ({steps_text(steps)}): "
+            f"judged as {max(lateness.stages.values())} groups of ranks that ran the same "
+            "(pipeline stages and their data-parallel peers); a rank that held up another "
+            "stage is found among its own stage's peers, and the step had it been on time is "
+            "within its stage"
+        )
+    if lateness.unwalked:
+        found.append(
+            f"critical path not walked on {len(lateness.unwalked)} step(s) "
+            f"({steps_text(lateness.unwalked)}): a rank's collectives lack their start or "
+            "the step its opening gate; lateness there is 0, not measured"
+        )
+    return found
 
 
 def limits(calls: list[NcclCall], ranks: int, world: int, world_given: bool) -> list[str]:

@@ -20,7 +20,7 @@ import pytest
 
 from nsysgen.analyze.critical import Arrival, walk
 from nsysgen.analyze.report import read_export
-from nsysgen.analyze.steps import assign_ranks
+from nsysgen.analyze.steps import Collective, RankTables, StepRow, assign_ranks
 from nsysgen.analyze.stragglers import Lateness, Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
 from tests.conftest import REPO
@@ -172,3 +172,35 @@ def test_the_walk_goes_back_past_held_collectives_to_where_a_rank_was_late() -> 
     assert path.collective == 0 and path.late == {1: 9.0} and path.saving_ms == 9.0
     # Under the floor: nobody.
     assert walk(groups, floor_ns=10_000_000).late == {}
+
+
+def stage_rank(rank: int, names: list[str], ready_ms: list[float], idle_ms: float) -> RankTables:
+    """A rank of one step (3) whose collectives all end 30 ms after its gate."""
+    ms = 1_000_000
+    gate = 3 * 100 * ms + rank * 7_777 * ms  # each rank's clock its own
+    comms = [
+        Collective(3, i, name, int((30.0 - ready) * ms), None, [], gate + int(ready * ms),
+                   ready_ns=int(ready * ms), busy_ns=int((ready - idle_ms) * ms),
+                   idle_ns=int(idle_ms * ms))
+        for i, (name, ready) in enumerate(zip(names, ready_ms, strict=True))
+    ]  # fmt: skip
+    row = StepRow(3, "gpu", 30.0, 30.0, 10.0, 2.0, 10.0, 0.0, 0.0, 0.0, 2, 30.0, gate_ns=gate)
+    return RankTables(f"pp_job1_rank{rank}", 100 + rank, rank, 0, [row], comms)
+
+
+def test_pipeline_stages_are_judged_apart_and_a_bubble_is_no_ones_lateness() -> None:
+    """Stage 0 (ranks 0, 1) sends then all-reduces; stage 1 (ranks 2, 3) receives then
+    all-reduces. Rank 1 idled 9 ms more than its data-parallel peer; stage 1 waited 20 ms for
+    stage 0's send (the bubble), both its ranks alike."""
+    send, recv, reduce = "ncclDevKernel_SendRecv", "ncclDevKernel_SendRecv_Recv", "ncclAllReduce"
+    ranks = [
+        stage_rank(0, [send, reduce], [5.0, 12.0], 1.0),
+        stage_rank(1, [send, reduce], [14.0, 21.0], 10.0),
+        stage_rank(2, [recv, reduce], [1.0, 24.0], 21.0),
+        stage_rank(3, [recv, reduce], [1.0, 24.0], 21.0),
+    ]
+    lateness = measure(ranks, Thresholds(min_ms=1.0, min_fraction=0.05))
+    assert lateness.stages == {3: 2} and lateness.evidence == {3: "collectives"}
+    assert lateness.late_ms[(1, 3)] == pytest.approx(9.0)
+    assert lateness.late_ms[(2, 3)] == 0.0 and lateness.late_ms[(3, 3)] == 0.0
+    assert lateness.late_ms[(0, 3)] == 0.0
