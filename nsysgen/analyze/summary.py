@@ -41,12 +41,12 @@ from typing import Any, Literal, TypedDict, get_args
 from nsysgen.analyze import fabric as yardstick
 from nsysgen.analyze import verdict as answer
 from nsysgen.analyze import views, waiting
-from nsysgen.analyze.views import steps_text
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
+from nsysgen.analyze.views import steps_text
 
 SCHEMA = "nsysgen-analyze-summary/1"
 StepField = Literal[
