@@ -38,6 +38,13 @@ code{background:#f3f3f3;padding:0 3px}
 """
 
 
+LATE_MEANS = (
+    "Late: a rank's share of the step's critical path beyond the ranks on time (its GPU idle "
+    "and its kernels' excess), the time the job lost to it; waited: the time a rank lost "
+    "waiting for the late ones."
+)
+
+
 class ReportOptions(Protocol):
     """What the report needs of the analysis's options (reduce.Options has it)."""
 
@@ -50,6 +57,7 @@ def _verdict_box(summary: Mapping[str, Any], found: Regression | None) -> str:
     bad = said.late or (found is not None and bool(found.regressed))
     parts = [f'<p class="headline" id="verdict-headline">{escape(said.headline)}</p>']
     parts += [f"<p>{escape(d)}</p>" for d in said.details]
+    parts.append(f'<p class="meaning">{escape(LATE_MEANS)}</p>')
     if found is not None:
         parts.append(f'<p class="headline" id="regression-headline">{escape(found.headline)}</p>')
     return (

@@ -66,7 +66,8 @@ def verdict(summary: Mapping[str, Any]) -> Verdict:
         )
         headline = (
             f"No rank was late: on the {len(views.judged_steps(summary))} judged steps of "
-            f"{len(ranks):,} ranks, none held the others up by more than {bar}."
+            f"{len(ranks):,} ranks, no rank's share of a step's critical path beyond the ranks "
+            f"on time was above {bar}."
         )
     return Verdict(given or headline, (), False)
 

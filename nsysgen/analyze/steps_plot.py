@@ -111,8 +111,8 @@ def _latest(summary: Summary, count: int = 16) -> list[RankEntry]:
 
 
 def lateness_figure(summary: Summary) -> Any:
-    """Who held the others up: per rank and step, how long the others waited for this rank
-    (late), and apart from it, how long this rank waited for the others (wait). The late rank
+    """Who cost the job time: per rank and step, its share of the step's critical path beyond
+    the ranks on time (late), and apart from it, the time it lost waiting (wait). The late rank
     stands out on the left; the ranks that waited for it on the right. From SCALE_RANKS ranks
     on: the 16 latest ranks' heatmaps over the spread of both per step across every rank."""
     ranks = _ranks(summary)
@@ -123,7 +123,7 @@ def lateness_figure(summary: Summary) -> Any:
     spread_in = 3.2 if scaled else 0.0
     heat_in = max(3.2, 0.45 * len(shown) + 2.2)
     figure, axes = new_figure(
-        "Late ranks: who the others waited for, per rank and step",
+        "Late ranks: the time each cost the job, per rank and step",
         summary.get("label", ""),
         _size(max(9.0, 0.8 * steps + 5), heat_in + spread_in),
         rows=2 if scaled else 1,
@@ -132,9 +132,9 @@ def lateness_figure(summary: Summary) -> Any:
     late, wait = axes[0], axes[1]
     which = f"the {len(shown)} latest of {len(ranks):,} ranks: " if scaled else ""
     _heat(figure, late, shown, "late_ms", "Reds", _floor(summary))
-    late.set_title(f"{which}late: the others waited this long for the rank (ms)", fontsize=9)
+    late.set_title(f"{which}late: its share of the step's critical path (ms)", fontsize=9)
     _heat(figure, wait, shown, "wait_ms", "Blues", _floor(summary))
-    wait.set_title(f"{which}wait: the rank waited this long for the others (ms)", fontsize=9)
+    wait.set_title(f"{which}wait: the time it lost waiting for the late (ms)", fontsize=9)
     if scaled:
         _spread(axes[2], summary, "late_ms", "#b2182b", "late")
         _spread(axes[3], summary, "wait_ms", "#2166ac", "wait")

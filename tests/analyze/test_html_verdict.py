@@ -72,12 +72,12 @@ def test_the_sentences_without_a_late_rank() -> None:
     quiet = hv.verdict(job(5, thresholds={"late_min_ms": 2.5, "late_min_fraction_of_step": 0.1}))
     assert not quiet.late
     assert quiet.headline == (
-        "No rank was late: on the 2 judged steps of 5 ranks, none held the others up by more "
-        "than 2.5 ms and 10 % of the step."
+        "No rank was late: on the 2 judged steps of 5 ranks, no rank's share of a step's "
+        "critical path beyond the ranks on time was above 2.5 ms and 10 % of the step."
     )
     assert hv.console_line(job(2)) == (
-        "verdict: No rank was late: on the 2 judged steps of 2 ranks, none held the others up "
-        "by more than 1 ms and 25 % of the step."
+        "verdict: No rank was late: on the 2 judged steps of 2 ranks, no rank's share of a "
+        "step's critical path beyond the ranks on time was above 1 ms and 25 % of the step."
     )
 
 
