@@ -124,8 +124,10 @@ def lateness(summary: Mapping[str, Any]) -> str:
     how = ", ".join(summary.get("collectives_matched_by") or []) or "step times"
     intro = para(
         f"{summary.get('collectives_matched', 0):,} collectives matched across ranks (by "
-        f"{how}). A rank's collective kernel lasts its wait for the last rank plus the "
-        "transfer: the rank with the shortest kernel arrived last, and the others waited for it."
+        f"{how}). Each step's critical path is walked back from its last collective: at a "
+        "collective to the rank that arrived last (its kernel is the shortest: the others "
+        "waited for it), to the rank whose own work made it late. Its lateness is its share of "
+        "that path beyond the ranks on time, each stretch measured on its own clock."
     )
     if len(ranks) < views.SCALE_RANKS:
         heat = _heatmaps(summary, ranks, "per rank")
