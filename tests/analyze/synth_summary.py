@@ -127,9 +127,15 @@ def summary(ranks: int = 1024, late: int = 700, late_ms: float = 30.0, seed: int
                 "step": step,
                 "judged": step not in (steps[0], steps[-1]),
                 "job_step_ms": round(max(e["steps"][i]["step_ms"] for e in entries), 4),
-                "slowest_rank": max(entries, key=lambda e: e["steps"][i]["step_ms"])["rank"],
                 "late_rank": late if step in late_steps else None,
                 "late_ms": late_ms if step in late_steps else 0.0,
+                "late_ranks": [late] if step in late_steps else [],
+                "late_count": 1 if step in late_steps else 0,
+                "what_if_step_ms": (
+                    round(max(e["steps"][i]["step_ms"] for e in entries) - late_ms, 4)
+                    if step in late_steps
+                    else None
+                ),
                 "waited": [r for r in range(9) if r != late][:8] if step in late_steps else [],
                 "waited_count": ranks - 1 if step in late_steps else 0,
                 "evidence": "collectives",

@@ -108,8 +108,8 @@ def test_step_figures_show_the_late_rank_and_skip_zeros(tmp_path: Path, run_cli:
     check_layout(late, label)
     titles = [axes.get_title() for axes in late.axes if axes.get_label() != "<colorbar>"]
     assert titles[:2] == [
-        "late: the others waited this long for the rank (ms)",
-        "wait: the rank waited this long for the others (ms)",
+        "late: its share of the step's critical path (ms)",
+        "wait: the time it lost waiting for the late (ms)",
     ]
     # The late cell is the straggler's: rank 0's step 14 (the device run's planted hiccup).
     image = late.axes[0].images[0].get_array()

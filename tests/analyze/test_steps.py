@@ -105,22 +105,25 @@ def test_step_is_projected_onto_the_gpu_with_exposed_comm_and_idle(tmp_path: Pat
 
 
 def two_rank_job(folder: Path, late_rank: int, late_steps: set[int], late_ms: int) -> None:
-    """Two ranks, 6 steps of 20 ms, one all-reduce each. A late rank starts its all-reduce
-    `late_ms` later: the other's NCCL kernel then lasts `late_ms` longer. Rank 1's clock is
-    500 s off, which must change nothing."""
+    """Two ranks, 6 steps of 20 ms, one all-reduce each. A late rank launches its work
+    `late_ms` later; the all-reduce ends on both ranks once it has arrived, so the other's NCCL
+    kernel lasts `late_ms` longer. Rank 1's clock is 500 s off, which must change nothing."""
     folder.mkdir()
     for rank in (0, 1):
         offset = rank * 500_000 * MS
         kernels, steps = [], []
         for step in range(6):
             t0 = offset + step * 100 * MS
-            # Warm-up: on the first step rank 0 arrives 30 ms late, which is never reported.
-            waited = 30 if (step == 0 and rank == 1) else 0
-            if step in late_steps and rank != late_rank:
-                waited = late_ms
+
+            def delay(r: int, step: int = step) -> int:
+                # Warm-up: on the first step rank 0 arrives 30 ms late, which is never reported.
+                warm = 30 if (step == 0 and r == 0) else 0
+                return warm + (late_ms if step in late_steps and r == late_rank else 0)
+
+            own, end = delay(rank), 14 + max(delay(0), delay(1))
             steps.append((step, t0, t0 + 20 * MS))
-            kernels.append((t0 + MS, t0 + 2 * MS, t0 + 12 * MS, "gemm"))
-            kernels.append((t0 + 2 * MS, t0 + 12 * MS, t0 + (14 + waited) * MS, "ncclKernel_x"))
+            kernels.append((t0 + MS, t0 + (2 + own) * MS, t0 + (12 + own) * MS, "gemm"))
+            kernels.append((t0 + 2 * MS, t0 + (12 + own) * MS, t0 + end * MS, "ncclKernel_x"))
         make_db(folder / f"job_rank{rank}.sqlite", steps, kernels)
 
 
@@ -204,7 +207,8 @@ def test_baseline_gate(tmp_path: Path, run_cli: RunCli) -> None:
     # rank 0's own figures grew by waiting only, which is not rank 0's regression.
     assert (
         "regression: REGRESSED job median step time: 14.0 -> 23.0 ms (+64.3 %): rank 1 late "
-        "on 4 of 4 judged steps (1, 2, 3, 4) by 9.0 ms on average; rank 0 waited"
+        "on 4 of 4 judged steps (1, 2, 3, 4) by 9.0 ms on average (the job's median step 23.0 "
+        "ms, 14.0 ms had it been on time); rank 0 waited"
     ) in worse.out
     assert "REGRESSED  job median step time: 14.000 -> 23.000 ms (+64.3 %)" in worse.out
     assert (
@@ -265,7 +269,7 @@ def test_device_runs_name_the_injected_stragglers(tmp_path: Path, run_cli: RunCl
     assert hiccup[0] == {
         "rank": 0,
         "steps": [11, 14],
-        "mean_lateness_ms": 30.928,
+        "mean_lateness_ms": 30.946,
         "kind": "hiccup",
         "late_on_fraction_of_steps": 0.333,  # 2 of 6 judged steps (7 less the last)
         "evidence": ["collectives"],
