@@ -1,34 +1,30 @@
-"""Who the other ranks waited for, without comparing clocks of different hosts.
+"""Who was late and who waited, per rank and step, without comparing clocks of different hosts.
 
-Collectives are matched across ranks by the operationId of nsys's advanced NCCL tracing (2025.6.1+:
-one id for one collective on every rank) where every rank's report has it, else by step and by
-their order inside the step on each rank (nsys exports no communicator or sequence number
-without advanced tracing). Every rank's
-NCCL kernel of one collective ends at about the same moment, once the last rank has arrived, so
-its duration is (wait for the last rank) + (transfer): the rank with the SHORTEST kernel arrived
-last, and the next-shortest one waited for it for the difference. Only durations on each rank's
-own clock are compared, so skewed or unsynchronised host clocks change nothing. The same rule
-applies to the blocking NVTX collective ranges of CPU-only reports.
+Collectives are matched across ranks (nsysgen/analyze/matching.py). Every rank's kernel of one
+collective ends at about the same moment, once the last rank has arrived, so its duration is
+(wait for the last rank) + (transfer): the rank with the SHORTEST kernel arrived last. Only
+durations and times from each rank's own gate are compared, so skewed or unsynchronised host
+clocks change nothing. The same rule applies to the blocking NVTX collective ranges of CPU-only
+reports.
 
 Per (rank, step):
-- wait_ms: sum over the step's collectives of (own duration - shortest duration): time spent
-  waiting for the others (the head of each of its kernels, the last rank's arrival ending it;
-  how much of that head is not under compute is kept too, for nsysgen/analyze/waiting.py to
-  split the exposed communication into waiting and transfer, and the rank waited for most);
-- late_ms: sum, over the collectives where this rank was the last to arrive, of how long the
-  next-to-last rank waited for it.
+- late_ms: the rank's share of the step's critical path beyond the ranks on time
+  (nsysgen/analyze/critical.py): one figure per step, waits that overlap never summed;
+- wait_ms: the time it lost waiting: the exposed part of its kernels' waiting heads (split()),
+  plus its compute slowed by its own spinning kernels where the path measured it;
+- summed_late_ms / summed_wait_ms: the per-collective sums lateness and wait were before (how
+  long the next-to-last rank waited for this one; how long its own kernels waited), kept for the
+  split of the exposed communication and for comparison.
 
 Steps without any matched communication (a job without collectives) fall back to step times:
 a rank whose step is longer than the median of the other ranks by more than the threshold is
 late by the difference.
 
-A rank is late on a step when late_ms > max(min_ms, min_fraction x the step's median time over
-ranks). Defaults 1 ms and 25 %: on the device proof (bench/gpu/RESULTS.md, issue 17: two ranks
-sharing one H200, launch-bound steps of ~70 ms under nsys) the clean run's ranks waited for each
-other up to 16 ms, 23 % of a step, at random; 25 % sits above that measured noise. Jobs on
-dedicated GPUs skew far less, and --straggler-min-percent lowers the bar. The
-first recorded step is never judged: it holds the warm-up (first NCCL calls set up channels,
-the allocator grows, caches are cold). A straggler late on at least `slow_fraction` (50 %) of
+The noise floor: lateness counts above max(min_ms, min_fraction x the step's median GPU time).
+Defaults 1 ms and 25 %: on the device proof (bench/gpu/RESULTS.md, issue 17: two ranks sharing
+one H200, launch-bound steps of ~70 ms under nsys) the clean run's ranks differed by up to 23 %
+of a step at random; --straggler-min-percent lowers the bar for dedicated GPUs. The first and
+last recorded steps are never judged. A straggler late on at least `slow_fraction` (50 %) of
 the judged steps is a "slow rank"; on fewer, a "hiccup".
 """
 
@@ -41,7 +37,16 @@ from typing import TypedDict
 
 from nsysgen.analyze.critical import Arrival, StepPath, walk
 from nsysgen.analyze.intervals import head_overlap
-from nsysgen.analyze.steps import NS_PER_MS, Collective, RankTables, StepRow, window_edges
+from nsysgen.analyze.matching import (
+    Comm,
+    Member,
+    matched,
+    per_step,
+    rank_of,
+    stages,
+    with_median_of_others,
+)
+from nsysgen.analyze.steps import NS_PER_MS, RankTables, StepRow, window_edges
 
 
 @dataclass(frozen=True)
@@ -89,85 +94,8 @@ class Lateness:
     unwalked: list[int] = field(default_factory=list)  # steps without landmarks on some rank
 
 
-def _rank(t: RankTables) -> int:
-    assert t.rank is not None, "ranks are assigned before the straggler analysis"
-    return t.rank
-
-
-# (operationId or None, duration ns, exposed pieces, start ns or None, the collective)
-_Comm = tuple[int | None, int, list[int], int | None, Collective]
-
-
-def _per_step(
-    ranks: list[RankTables],
-) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, list[_Comm]]]]:
-    """step -> rank -> step time, and step -> rank -> its collectives in order."""
-    step_ms: dict[int, dict[int, float]] = defaultdict(dict)
-    comms: dict[int, dict[int, list[_Comm]]] = defaultdict(dict)
-    for t in ranks:
-        per_step: dict[int, list[_Comm]] = defaultdict(list)
-        for c in sorted(t.collectives, key=lambda c: (c.step, c.index)):
-            per_step[c.step].append((c.operation, c.duration_ns, c.exposed, c.start_ns, c))
-        for row in t.steps:
-            step_ms[row.step][_rank(t)] = row.step_ms
-            comms[row.step][_rank(t)] = per_step.get(row.step, [])
-    return step_ms, comms
-
-
-def _with_median_of_others(times: dict[int, float]) -> list[tuple[int, float, float]]:
-    """(rank, value, median of the other ranks' values) for every rank, from one sort: without
-    the value at sorted position i, position j of the others is j, or j + 1 from i on."""
-    ordered = sorted((value, rank) for rank, value in times.items())
-    n = len(ordered) - 1  # the others
-    out = []
-    for i, (value, rank) in enumerate(ordered):
-
-        def at(j: int, i: int = i) -> float:
-            return ordered[j if j < i else j + 1][0]
-
-        middle = n // 2
-        median = at(middle) if n % 2 else (at(middle - 1) + at(middle)) / 2
-        out.append((rank, value, median))
-    return out
-
-
-# (duration ns, rank, exposed pieces, start, the collective)
-_Member = tuple[int, int, list[int], int | None, Collective]
-
-
-def _matched(by_rank: dict[int, list[_Comm]]) -> tuple[list[list[_Member]], str, bool]:
-    """The step's collectives matched across ranks, each as (duration, rank, exposed pieces)
-    of every rank; how they were matched; and whether the ranks' collectives differ (count or
-    ids)."""
-    # A rank with the same id twice in a step (two kernels of one operation, or one id per
-    # communicator) cannot be matched by id: the order in the step is used instead.
-    distinct = all(len({c[0] for c in comms}) == len(comms) for comms in by_rank.values())
-    if distinct and all(c[0] is not None for comms in by_rank.values() for c in comms):
-        per_rank = {rank: {c[0]: c for c in comms} for rank, comms in by_rank.items()}
-        ids = [set(ops) for ops in per_rank.values()]
-        common = set.intersection(*ids)
-        groups = [
-            [
-                (ops[op][1], rank, ops[op][2], ops[op][3], ops[op][4])
-                for rank, ops in per_rank.items()
-            ]
-            for op in sorted(o for o in common if o is not None)
-        ]
-        return groups, "operationId", any(i != common for i in ids)
-    counts = {len(comms) for comms in by_rank.values()}
-    common_count = min(counts)
-    groups = [
-        [
-            (comms[k][1], rank, comms[k][2], comms[k][3], comms[k][4])
-            for rank, comms in by_rank.items()
-        ]
-        for k in range(common_count)
-    ]
-    return groups, "order in step", len(counts) > 1
-
-
 def _record_waits(
-    into: dict[tuple[str, int, int], int], group: list[_Member], reports: dict[int, str]
+    into: dict[tuple[str, int, int], int], group: list[Member], reports: dict[int, str]
 ) -> None:
     """Each member's wait for the last peer (own duration - shortest), by its call."""
     shortest = group[0][0]
@@ -176,7 +104,7 @@ def _record_waits(
             into[(reports[rank], start, d)] = d - shortest
 
 
-def _arrivals(group: list[_Member], gates: dict[int, int | None]) -> list[Arrival] | None:
+def _arrivals(group: list[Member], gates: dict[int, int | None]) -> list[Arrival] | None:
     """A matched collective's members for the critical path; None where one lacks its
     landmark (a CPU range without a start, a report reduced by older code)."""
     found = []
@@ -194,7 +122,7 @@ def _floor_ns(thresholds: Thresholds, rows: list[StepRow]) -> int:
 
 def _walk(
     step: int,
-    groups: list[list[_Member]],
+    groups: list[list[Member]],
     rows: dict[int, StepRow],
     thresholds: Thresholds,
     result: Lateness,
@@ -240,7 +168,7 @@ def _lost(
 
 def _add_waits(
     step: int,
-    durations: list[_Member],
+    durations: list[Member],
     wait: dict[tuple[int, int], float],
     exposed_wait: dict[tuple[int, int], int],
     exposed: dict[tuple[int, int], int],
@@ -262,21 +190,8 @@ def _rows(ranks: list[RankTables]) -> dict[int, dict[int, StepRow]]:
     rows: dict[int, dict[int, StepRow]] = defaultdict(dict)
     for t in ranks:
         for row in t.steps:
-            rows[row.step][_rank(t)] = row
+            rows[row.step][rank_of(t)] = row
     return rows
-
-
-def _stages(by_rank: dict[int, list[_Comm]]) -> list[dict[int, list[_Comm]]]:
-    """The step's ranks in groups that ran the same collectives (kernel names, in order): a
-    pipeline's stages, each with its data-parallel peers, judged apart (a bubble, waiting for
-    another stage, is no rank's lateness). One group where all ran the same, or where a
-    sequence is one rank's alone (a rank short of a kernel is matched by order, as before)."""
-    found: dict[tuple[str, ...], dict[int, list[_Comm]]] = defaultdict(dict)
-    for rank, comms in by_rank.items():
-        found[tuple(c[4].name for c in comms)][rank] = comms
-    if len(found) > 1 and all(len(group) >= 2 for group in found.values()):
-        return list(found.values())
-    return [by_rank]
 
 
 @dataclass
@@ -295,14 +210,14 @@ class _Sums:
 
 def _judge(
     step: int,
-    by_rank: dict[int, list[_Comm]],
+    by_rank: dict[int, list[Comm]],
     rows: dict[int, StepRow],
     thresholds: Thresholds,
     sums: _Sums,
     result: Lateness,
 ) -> bool:
     """One group of ranks on one step, matched by their collectives; False: none matched."""
-    groups, how, differ = _matched(by_rank)
+    groups, how, differ = matched(by_rank)
     if differ:
         result.mismatched_steps.append(step)
     if not groups:
@@ -328,22 +243,22 @@ def _judge(
 def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> Lateness:
     thresholds = thresholds or Thresholds()
     result = Lateness({}, {}, {}, 0, [])
-    result.reports = {_rank(t): t.report for t in ranks}
-    step_ms, comms = _per_step(ranks)
+    result.reports = {rank_of(t): t.report for t in ranks}
+    step_ms, comms = per_step(ranks)
     rows = _rows(ranks)
     sums = _Sums()
     for step, by_rank in sorted(comms.items()):
         if len(by_rank) < 2:
             continue
-        stages = _stages(by_rank)
-        if len(stages) > 1:
-            result.stages[step] = len(stages)
-        judged = [_judge(step, group, rows[step], thresholds, sums, result) for group in stages]
+        groups = stages(by_rank)
+        if len(groups) > 1:
+            result.stages[step] = len(groups)
+        judged = [_judge(step, group, rows[step], thresholds, sums, result) for group in groups]
         if any(judged):
             result.evidence[step] = "collectives"
             continue
         result.evidence[step] = "step-time"
-        for rank, value, others in _with_median_of_others(step_ms[step]):
+        for rank, value, others in with_median_of_others(step_ms[step]):
             sums.late[(rank, step)] = max(0.0, value - others)
     result.summed_wait_ms, result.summed_late_ms = dict(sums.wait), dict(sums.summed)
     result.late_ms = dict(sums.late)
@@ -405,7 +320,7 @@ def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) ->
     # A rank's own edges too: ranks on other nodes can start their window a step apart.
     edges = window_edges(step_ms)
     judged = sorted(s for s in lateness.evidence if s not in edges)
-    own = {_rank(t): window_edges(row.step for row in t.steps) for t in ranks}
+    own = {rank_of(t): window_edges(row.step for row in t.steps) for t in ranks}
     by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for (rank, step), value in lateness.late_ms.items():
         by_step[step].append((rank, value))

@@ -156,8 +156,8 @@ def test_an_operation_inside_another_and_one_id_twice() -> None:
     """Operations of two communicators overlap: a moment inside the long one and past the short
     one belongs to the long one; inside both, to the one started last. A rank with one id twice
     in a step is matched by order instead (no silent merge of two collectives)."""
+    from nsysgen.analyze.matching import matched as _matched
     from nsysgen.analyze.steps_read import operation_at as _operation_at
-    from nsysgen.analyze.stragglers import _matched
 
     operations = [(0, 100, 1), (10, 20, 2)]
     starts = [0, 10]

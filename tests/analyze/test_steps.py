@@ -12,7 +12,6 @@ import csv
 import json
 import shutil
 import sqlite3
-import statistics
 import struct
 from collections.abc import Callable
 from functools import partial
@@ -335,18 +334,6 @@ def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
     ):
         width, height = struct.unpack(">II", picture.read_bytes()[16:24])  # the PNG's IHDR
         assert width <= 16 * 110 and height <= 10 * 110, (picture.name, width, height)
-
-
-def test_median_of_the_others_from_one_sort() -> None:
-    """The step-time evidence compares each rank with the median of the others; computed from
-    one sort it must equal the median taken the slow way, ties and all."""
-    for n in range(2, 10):
-        for seed in range(50):
-            times = {r: float((r * 7 + seed * 13) % 5) for r in range(n)}
-            for rank, value, median in stragglers._with_median_of_others(times):
-                assert value == times[rank]
-                others = [v for r, v in times.items() if r != rank]
-                assert median == statistics.median(others)
 
 
 def test_the_merge_walk_finds_the_step_bisect_finds() -> None:

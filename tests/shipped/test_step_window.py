@@ -262,6 +262,29 @@ def test_the_cycle_of_optimizers_is_the_shortest_seen_twice() -> None:
     assert period([0, 1, 1, 0]) is None
 
 
+def test_optimizers_made_one_after_another_are_phases_not_a_cycle() -> None:
+    """Twenty steps of one AdamW, then twenty of a new one (a second phase), then a third made
+    anew: one optimizer step a training step throughout, 45 steps numbered 0..44. A new
+    optimizer's first step is undecided (a cycle with the old one, or a phase?) until its
+    second shows it is alone: then both are counted."""
+    numbering = Numbering([], None)
+    ended = [numbering.add(optimizer, ()) for optimizer in [0] * 20 + [1] * 20 + [2] * 5]
+    assert {i for i, e in enumerate(ended) if not e} <= {20, 40}
+    assert numbering.per_step == 1 and numbering.steps == 45
+    assert numbering.number_of_last() == 44
+    # A phase of two new optimizers in turn (a GAN made anew) learns its own cycle of 2.
+    gan = Numbering([], None)
+    for optimizer in [0] * 10 + [1, 2] * 6:
+        gan.add(optimizer, ())
+    assert gan.per_step == 2 and gan.steps == 10 + 6
+    # An optimizer made later that steps in turn with the first is a cycle (two critic steps,
+    # then the generator), learned once it shows twice.
+    critic = Numbering([], None)
+    for optimizer in [0, 0, 1] * 3:
+        critic.add(optimizer, ())
+    assert critic.per_step == 3 and critic.steps == 3
+
+
 def test_steps_are_judged_again_when_the_cycle_shows() -> None:
     numbering = Numbering([Fixed("it")], None)
     ended = [numbering.add(index, (value,)) for index, value in [(0, 7), (1, 7), (0, 8), (1, 8)]]

@@ -152,6 +152,25 @@ for step in range(12):
 """
 
 
+TWO_PHASES = """\
+import fake_cuda
+import torch
+
+model = torch.nn.Linear(8, 8)
+global_step = 0
+for phase, lr in enumerate((1e-3, 3e-4)):
+    # A second phase with a new optimizer (layers unfrozen, a new learning rate): made anew.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    for batch in range(20):
+        loss = (model(torch.randn(4, 8)) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        global_step += 1
+        print("@@ log", global_step, flush=True)
+"""
+
+
 def found(source: str) -> dict[str, str]:
     """The counter compile finds in the script (workload.<kind>.source), as the launch sets it."""
     loop = analyse(source)
@@ -201,3 +220,21 @@ def test_a_library_loop_patched_with_its_callback(tmp_path: Path, source: str) -
     assert result.numbering[0].endswith(
         "counter=the number given to window.open() at the top of the patched loop"
     )
+
+
+@pytest.mark.parametrize("source_given", [False, True], ids=["zero-patch", "source"])
+def test_a_new_optimizer_mid_run_keeps_the_window_and_the_numbering(
+    tmp_path: Path, source_given: bool
+) -> None:
+    """Twenty steps with one AdamW, twenty with a new one: the window 25..29 lies in the second
+    phase and opens (it recorded nothing before: the two optimizers were taken for a cycle).
+    With the source, each range holds the step the script prints (its global_step); without,
+    the helper numbers by its own count, which the phases do not reset, and says so."""
+    env = window(25, 29, **(found(TWO_PHASES) if source_given else {}))
+    result = run(tmp_path, TWO_PHASES, env, "hook")
+    assert result.recorded == [f"step {n}" for n in range(25, 30)], result.stderr
+    if source_given:
+        assert not result.mismatched, result.mismatched
+    else:  # the print is 1-based, the helper's own count 0-based: one apart, said on stderr
+        assert result.mismatched == [f"step {n} logged as log {n + 1}" for n in range(25, 30)]
+        assert "numbered by nsysgen's count of training steps (from 0" in result.stderr

@@ -202,6 +202,12 @@ class Numbering:
         self.frozen = per_step is not None  # learned (or given) for good
         self.irregular = False  # no cycle in the optimizers' order: one optimizer step a step
         self.order: list[int] = []  # which optimizer took each optimizer step, while learning
+        self.first: dict[int, int] = {}  # each optimizer's first step's place in `order`
+        # The latest phase: where it began in `order`, the steps ended before it, and the cycle
+        # the phase before it had (optimizers made one after another: nsysgen never took them
+        # for one cycle).
+        self.phase = (0, 0)
+        self.settled = per_step or 1
         # The counters at each optimizer step: all of them while learning, then the step's own.
         self.readings: list[tuple[int | None, ...]] = []
         self.count = 0  # optimizer steps seen
@@ -218,20 +224,23 @@ class Numbering:
         if not self.frozen:
             self._learn(optimizer)
         per_step = self.per_step
-        if per_step is None or self.count % per_step:
+        begun, base = self.phase
+        done = self.count - begun  # optimizer steps in the latest phase
+        if per_step is None or done % per_step:
             return False
-        if self.steps < self.count // per_step:  # not judged already by a new cycle's recheck
+        if self.steps < base + done // per_step:  # not judged already by a new cycle's recheck
             self._check(self.readings[-per_step:])
         if self.frozen:
             self.readings.clear()
         return True
 
     def _learn(self, optimizer: int) -> None:
+        self.first.setdefault(optimizer, len(self.order))
         self.order.append(optimizer)
         learned = self.per_step
         order = self.order
         if learned is None or (len(order) > learned and order[-1] != order[-1 - learned]):
-            learned = period(order)
+            learned = self._cycle()
         if self.count >= LEARN_LIMIT:
             self.frozen, self.order = True, []
             if learned is None:
@@ -243,15 +252,40 @@ class Numbering:
             # From here on only the step under way is judged: keep the last step's readings.
             self.readings = self.readings[-learned:]
 
+    def _cycle(self) -> int | None:
+        """The cycle of the optimizers' order. Optimizers made one after another are phases,
+        not a cycle (a second phase of training, layers unfrozen, an optimizer made anew each
+        epoch, a library loop resumed): once none of the earlier optimizers has stepped in two
+        steps since the latest phase began, the cycle is that phase's (the one before holds
+        until it shows its own), and the steps before it stay as they were counted."""
+        order, first = self.order, self.first
+        start = max(
+            (
+                s
+                for s in set(first.values())
+                if s and len(order) - s >= 2 and all(first[o] >= s for o in order[s:])
+            ),
+            default=0,
+        )
+        if start and start != self.phase[0]:
+            begun, base = self.phase
+            self.phase = (start, base + (start - begun) // self.settled)
+        if not self.phase[0]:
+            return period(order)
+        found = period(order[self.phase[0] :])
+        return found if found is not None else self.settled
+
     def _recheck(self) -> None:
-        """The cycle changed: judge every step seen so far again."""
+        """The cycle changed: judge every step of the latest phase again."""
         self.failed = ["" for _ in self.counters]
         self.last = [None for _ in self.counters]
-        self.steps = self.checked = 0
+        begun, self.steps = self.phase
+        self.checked = 0
         per_step = self.per_step
         if per_step is None:
             return
-        for start in range(0, len(self.readings) - per_step + 1, per_step):
+        self.settled = per_step
+        for start in range(begun, len(self.readings) - per_step + 1, per_step):
             self._check(self.readings[start : start + per_step])
 
     def _check(self, group: list[tuple[int | None, ...]]) -> None:
