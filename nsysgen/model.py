@@ -226,6 +226,9 @@ class TrainingPatch:
     detected: tuple[tuple[str, str], ...] = ()  # what was found, for plan and the README
     at_step: str | None = None  # the script's step number, read while the optimizer steps
     scope: str = ""  # where at_step is read: "<file name>:<function>"
+    # A library's loop: the number its counter gives the first step, and the library's name.
+    library_first: int | None = None
+    library: str = ""
 
 
 @dataclass(frozen=True)

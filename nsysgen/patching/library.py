@@ -27,6 +27,7 @@ class Library:
         the number its logs give that step (the step helper reads it there).
     modules: the top-level modules whose trainer classes belong to it.
     call: the method of a trainer that runs the loop.
+    first: the number its logs give the first optimizer step (the counter's offset).
     """
 
     key: str
@@ -34,6 +35,7 @@ class Library:
     counter: str
     modules: tuple[str, ...]
     call: str
+    first: int
 
 
 # transformers' Trainer increments state.global_step after each optimizer step and logs the
@@ -45,6 +47,7 @@ TRANSFORMERS = Library(
     RUNTIME[0].counter,  # in the step helper's words: "state.global_step + 1 (transformers ...)"
     ("transformers", "trl"),
     "train",
+    RUNTIME[0].offset,
 )
 # Lightning's trainer.global_step counts optimizer steps taken; its loggers record a step's
 # metrics at the value it has while that step runs.
@@ -54,6 +57,7 @@ LIGHTNING = Library(
     RUNTIME[1].counter,
     ("lightning", "pytorch_lightning"),
     "fit",
+    RUNTIME[1].offset,
 )
 LIBRARIES = (TRANSFORMERS, LIGHTNING)
 # Not a loop owner (the script writes the loop) but a counter the helper can read the same way:

@@ -116,7 +116,9 @@ def _library_patch(
         ),
         ("method", how),
     )
-    return TrainingPatch(path, digest, diff, detected, None, "")
+    return TrainingPatch(
+        path, digest, diff, detected, None, "", loop.library.first, loop.library.display
+    )
 
 
 def _several(optimizers: tuple[str, ...], per_step: int | None) -> tuple[tuple[str, str], ...]:

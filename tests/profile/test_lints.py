@@ -296,6 +296,39 @@ def test_slowdown_lint_names_the_measured_remedies(run_cli: RunCli, wide: None) 
     assert "capture.extra_args=['--cuda-graph-trace=node']" in warning
 
 
+HF_TRAINER = """\
+import torch
+from transformers import Trainer, TrainingArguments
+
+trainer = Trainer(torch.nn.Linear(4, 4), TrainingArguments(output_dir="out"))
+trainer.train()
+"""
+
+
+def test_the_step_limit_lint_numbers_a_library_loop_as_the_helper_does(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An HF Trainer script: the helper numbers its steps by state.global_step + 1 (1..N), so
+    --max_steps=104 runs steps 100..104 (a CPU run records them: tests/shipped)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "train.py").write_text(HF_TRAINER)
+    setup = [
+        *STEPS, "workload.fsdp.source=train/train.py",
+        "workload.fsdp.script=${cluster.shared_fs}/my-repo/train/train.py",
+        'workload.fsdp.args=["--max_steps=104"]', "capture.first_step=100",
+    ]  # fmt: skip
+    fits = run_cli(*setup, "capture.last_step=104")
+    assert fits.code == 0 and "NSG017" not in fits.err, fits.err
+    past = run_cli(*setup, "capture.last_step=105")
+    assert past.code == 2
+    assert (
+        "(assumed: the Hugging Face Trainer numbers its steps from 1, as the helper reads it, as "
+        "capture.*_step count them, so a run of 104 steps runs steps 1..104 and ends before step "
+        "105) (allowed: capture.last_step <= 104, or a step limit of at least 105)"
+    ) in past.err
+
+
 def test_source_that_the_job_does_not_run_stops_the_compile(
     tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -100,6 +100,10 @@ def steps_past_the_run(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
             native.first,
             f"{config.workload.kind} numbers its steps from {native.first}",
         )
+    elif source is not None and source.library_first is not None:
+        # A library's loop: the helper reads the library's own counter (its logs' numbers).
+        start = source.library_first
+        numbered = f"the {source.library} numbers its steps from {start}, as the helper reads it"
     elif source is not None and (source.at_step or "").endswith("+ 1"):
         # The script logs its counter after the increment: its first step is 1.
         start, numbered = 1, f"the script numbers its steps from 1 ({source.at_step})"
