@@ -113,7 +113,11 @@ class Numberer:
         restarts = self._restarts(variable)
         if variable is not None and not restarts:
             logged = self._logged_number(restarts=False)
-            return logged or _Numbering(variable[0], variable[0], LOOP_VARIABLE)
+            # A counter the script logs wins over the loop's index beside it (`for batch in
+            # range(n): ... global_step += 1; print(f"step {global_step}")`): its log is the
+            # number people read.
+            counted = None if logged else self._counter(logged_only=True)
+            return logged or counted or _Numbering(variable[0], variable[0], LOOP_VARIABLE)
         found = self.found
         counted = self._counter() if found.form != ENGINE or found.site.block else None
         counted = counted or self._engine_counter() or self._logged_number(bool(restarts))
@@ -171,7 +175,8 @@ class Numberer:
                 return (plain or reaching)[0]
         return len(self.stream)
 
-    def _counter(self) -> _Numbering | None:
+    def _counter(self, logged_only: bool = False) -> _Numbering | None:
+        """A counter the loop increments once a step (`logged_only`: only one it also logs)."""
         script, stream = self.script, self.stream
         increments: list[tuple[int, ast.expr]] = []
         for index, entry in enumerate(stream):
@@ -192,6 +197,9 @@ class Numberer:
         at = min(i for i, target in increments if script.segment(target) == text)
         stepping = self._stepping()
         logged = where_logged(stream, text, stepping, at, self.function)
+        if logged_only and not (logged.before or logged.after):
+            self.reset = []
+            return None
         base = f"{text} + {logged.offset}" if logged.offset else text
         added = f" (logged as {base})" if logged.offset else ""
         if at < stepping:

@@ -84,3 +84,31 @@ def test_a_step_computed_from_a_micro_batch_index_numbers_steps() -> None:
     found = analyse(MICRO_BATCHES)
     assert numbering(found) == (marked(MICRO_BATCHES), None, "step", "<module>", f.LOGGED)
     assert found.accumulation == f.CONTINUE
+
+
+# 2. A counter the script prints, beside the loop's index ---------------------------------------
+
+PRINTED_COUNTER = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+opt = torch.optim.AdamW(model.parameters())
+global_step = 0
+for {index} in range(100):
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    global_step += 1
+    {log}
+"""
+
+
+def test_a_counter_the_script_prints_wins_over_the_loops_index() -> None:
+    """The printed counter is the number people read: `batch` (or `_`) is one below it."""
+    for index in ("batch", "_"):
+        found = analyse(PRINTED_COUNTER.format(index=index, log='print(f"step {global_step}")'))
+        assert (found.step, found.at_step) == ("global_step + 1", "global_step + 1"), index
+    # Not logged: the loop's index numbers the steps, as before.
+    silent = analyse(PRINTED_COUNTER.format(index="batch", log="pass"))
+    assert (silent.step, silent.at_step, silent.counter) == ("batch", "batch", f.LOOP_VARIABLE)
