@@ -85,9 +85,16 @@ class LibraryLoop:
 
 def library_loop(tree: ast.Module, code: str | None = None) -> LibraryLoop | None:
     """The first call of `tree` that runs a library's training loop, or None."""
+    found = library_loops(tree, code)
+    return found[0] if found else None
+
+
+def library_loops(tree: ast.Module, code: str | None = None) -> list[LibraryLoop]:
+    """Every call of `tree` that runs a library's training loop, by line (`if resume:
+    trainer.train(resume_from_checkpoint=True) else: trainer.train()` has two)."""
     classes = _trainer_classes(tree)
     if not classes:
-        return None
+        return []
     instances = _instances(tree, classes)
     found = [
         loop
@@ -96,7 +103,7 @@ def library_loop(tree: ast.Module, code: str | None = None) -> LibraryLoop | Non
         for loop in [_loop_call(node, classes, instances, code)]
         if loop is not None
     ]
-    return min(found, key=lambda loop: loop.line) if found else None
+    return sorted(found, key=lambda loop: loop.line)
 
 
 def _library_of(module: str) -> Library | None:

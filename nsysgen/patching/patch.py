@@ -22,7 +22,7 @@ import re
 
 from nsysgen.patching.find import find
 from nsysgen.patching.hints import FindError
-from nsysgen.patching.library import library_loop
+from nsysgen.patching.library import LibraryLoop, library_loops
 from nsysgen.patching.source import BOM, SourceFile, line_text, split_lines, unified_diff
 from nsysgen.patching.step_loop import StepLoop
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
@@ -149,14 +149,32 @@ def patch_source(source: str, loop_line: int | None = None, step_expr: str | Non
 
 
 def patch_library(source: str) -> str:
-    """A script whose loop is a library's: the helper's import, and before the statement that
-    runs the loop `_nsysgen_window.attach(<trainer>)`, which adds the library's step callback
-    (the same whether `source` was already patched or not)."""
+    """A script whose loop is a library's: the helper's import, and before each statement that
+    runs the loop (every one: a resumed run and a fresh one may call it in two branches)
+    `_nsysgen_window.attach(<trainer>)`, which adds the library's step callback (the same
+    whether `source` was already patched or not)."""
     original = SourceFile.of(strip(source))
     tree = ast.parse(original.code)
-    loop = library_loop(tree, original.code)
-    if loop is None:
+    loops = library_loops(tree, original.code)
+    if not loops:
         raise PatchError("no library runs a training loop in this script")
+    inserts: dict[int, list[str]] = {}
+    first: ast.stmt | None = None
+    for loop in loops:
+        receiver, statement = _loop_site(tree, loop)
+        first = first or statement
+        indent = original.indent_of(statement.lineno)
+        attach = f"{indent}{HELPER_NAME}.attach({ast.unparse(receiver)}){MARK}"
+        inserts.setdefault(statement.lineno - 1, []).append(attach)
+    assert first is not None
+    # The import first: the statement may follow the script's imports directly.
+    line = _helper_line(tree, original, first)
+    inserts[line] = [BLOCK_START, *IMPORT_LINES, BLOCK_END, *inserts.get(line, [])]
+    return original.render(inserts)
+
+
+def _loop_site(tree: ast.Module, loop: LibraryLoop) -> tuple[ast.expr, ast.stmt]:
+    """The trainer a library loop's call runs on, and the statement that holds the call."""
     call = next(
         (
             node
@@ -187,13 +205,7 @@ def patch_library(source: str) -> str:
         ),
         key=lambda node: node.lineno,
     )
-    indent = original.indent_of(statement.lineno)
-    attach = f"{indent}{HELPER_NAME}.attach({ast.unparse(receiver)}){MARK}"
-    inserts: dict[int, list[str]] = {statement.lineno - 1: [attach]}
-    # The import first: the statement may follow the script's imports directly.
-    line = _helper_line(tree, original, statement)
-    inserts[line] = [BLOCK_START, *IMPORT_LINES, BLOCK_END, *inserts.get(line, [])]
-    return original.render(inserts)
+    return receiver, statement
 
 
 def unified_patch(path: str, source: str, patched: str) -> str:

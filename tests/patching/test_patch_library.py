@@ -46,6 +46,24 @@ def test_the_patched_library_loop_records_the_steps_it_logs(tmp_path: Path) -> N
     assert run.inside(6) == ["forward", "backward", "forward", "backward", "optimizer.step", "mark"]
 
 
+BRANCHES = HF.replace(
+    "trainer.train()\n",
+    "if checkpoints:\n    trainer.train(resume_from_checkpoint=True)\nelse:\n    trainer.train()\n",
+).replace("model = ", "checkpoints = []\nmodel = ")
+
+
+def test_every_call_of_the_library_loop_is_attached(tmp_path: Path) -> None:
+    """`if checkpoints: trainer.train(resume...) else: trainer.train()`: the fresh run, the
+    common case, is in the second branch; both get the callback (once per trainer)."""
+    text = patched(BRANCHES)
+    assert text.count("_nsysgen_window.attach(trainer)  # nsysgen\n") == 2
+    assert "    _nsysgen_window.attach(trainer)  # nsysgen\n    trainer.train()\n" in text
+    assert strip(text) == BRANCHES and patched(text) == text
+    run = run_script(tmp_path, text, WINDOW, mode="beside")
+    assert run.recorded == ["step 5", "step 6", "step 7"]
+    assert not run.mismatched and run.outside_marks == 0
+
+
 def test_a_trainer_without_a_name_cannot_be_patched() -> None:
     source = HF.replace("trainer = Trainer(", "Trainer(").replace(
         "2))\ntrainer.train()", "2)).train()"

@@ -65,6 +65,11 @@ class StepWindow(OptimizerHooks):
             self._fail(error)
 
     def _attach(self, trainer: Any) -> None:
+        # Once per trainer: the patch attaches before every call of its loop (a resumed run
+        # and a fresh one in two branches, or both one after the other).
+        if any(other is trainer for other in self.attached):
+            return
+        self.attached.append(trainer)
         window = self
         modules = {c.__module__.partition(".")[0] for c in type(trainer).__mro__}
         if "transformers" in modules:

@@ -54,6 +54,7 @@ class WindowState:
         self.ended: int | None = None  # the number of the step that ended last, once locked
         self.source = ""  # how the window's steps are numbered (its numbering mark)
         self.optimizers: dict[int, int] = {}
+        self.attached: list[Any] = []  # library trainers given a step callback (once each)
         self.first = self.last_step = 0
         valid = first.isdigit() and last.isdigit() and (not per_step or per_step.isdigit())
         if not valid or per_step == "0" or (per_step and not int(per_step)):

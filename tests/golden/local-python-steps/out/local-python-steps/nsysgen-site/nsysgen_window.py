@@ -430,6 +430,7 @@ class WindowState:
         self.ended: int | None = None  # the number of the step that ended last, once locked
         self.source = ""  # how the window's steps are numbered (its numbering mark)
         self.optimizers: dict[int, int] = {}
+        self.attached: list[Any] = []  # library trainers given a step callback (once each)
         self.first = self.last_step = 0
         valid = first.isdigit() and last.isdigit() and (not per_step or per_step.isdigit())
         if not valid or per_step == "0" or (per_step and not int(per_step)):
@@ -817,6 +818,11 @@ class StepWindow(OptimizerHooks):
             self._fail(error)
 
     def _attach(self, trainer: Any) -> None:
+        # Once per trainer: the patch attaches before every call of its loop (a resumed run
+        # and a fresh one in two branches, or both one after the other).
+        if any(other is trainer for other in self.attached):
+            return
+        self.attached.append(trainer)
         window = self
         modules = {c.__module__.partition(".")[0] for c in type(trainer).__mro__}
         if "transformers" in modules:
