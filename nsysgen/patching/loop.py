@@ -1,5 +1,6 @@
-"""The step loop: the innermost loop that trains, or the step function another file's loop
-calls, and the optimizers it steps.
+"""The step loop: the innermost loop that trains (or the loop around it that trains on its own
+every iteration too), or the step function another file's loop calls, and the optimizers it
+steps.
 """
 
 from __future__ import annotations
@@ -56,7 +57,26 @@ def find_step_loop(script: Script, loop_line: int | None) -> Loop | None:
     if len(innermost) > 1:
         where = ", ".join(_where(script, loop) for loop in innermost)
         raise FindError(f"found several step loops: {where}; {LOOP_HINT}", "loop_line")
-    return innermost[0]
+    return _owner(script, innermost[0], candidates)
+
+
+def _owner(script: Script, inner: Loop, candidates: list[Loop]) -> Loop:
+    """The outermost loop that owns a training step: a loop around `inner` that also runs a
+    backward and an optimizer step of its own, outside `inner`, takes a step every iteration,
+    and `inner` is part of it (an RL loop's delayed policy updates in `for _ in
+    range(policy_frequency)`). An epoch loop around the step loop runs none of its own."""
+    chosen = inner
+    for outer in sorted(candidates, key=lambda loop: loop.lineno, reverse=True):
+        if outer is chosen or not script.encloses(outer, chosen):
+            continue
+        own = [
+            statement
+            for statement in outer.body
+            if statement is not chosen and not script.encloses(statement, chosen)
+        ]
+        if script.reaches_block(own, STEP) and script.reaches_block(own, BACKWARD):
+            chosen = outer
+    return chosen
 
 
 def without_loop(script: Script) -> Function:

@@ -100,3 +100,37 @@ def test_a_local_counter_of_a_step_function_numbers_nothing() -> None:
     """)
     assert analyse(source).at_step is None
     assert analyse(source.replace("count", "model.updates")).at_step == "model.updates"
+
+
+RL_LOOP = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+q_optimizer = torch.optim.Adam(model.parameters())
+actor_optimizer = torch.optim.Adam(model.parameters())
+for global_step in range(1000):
+    q_loss = model(torch.randn(2, 4)).sum()
+    q_loss.backward()
+    q_optimizer.step()
+    q_optimizer.zero_grad()
+    if global_step % 2 == 0:  # delayed policy updates
+        for _ in range(2):
+            actor_loss = model(torch.randn(2, 4)).sum()
+            actor_loss.backward()
+            actor_optimizer.step()
+            actor_optimizer.zero_grad()
+    if global_step % 100 == 0:
+        print("SPS", global_step)
+"""
+
+
+def test_the_step_loop_is_the_outermost_that_trains_every_iteration() -> None:
+    """An RL loop (CleanRL's TD3 shape): the outer loop trains the critic every iteration, the
+    inner loop is the actor's delayed updates inside that step, not the step loop."""
+    found = analyse(RL_LOOP)
+    assert (found.node.lineno, found.step, found.counter) == (6, "global_step", f.LOOP_VARIABLE)
+    assert found.optimizers == ("q_optimizer", "actor_optimizer")
+    # An epoch loop around the step loop runs no backward and step of its own: not the owner.
+    epochs = "for epoch in range(3):\n" + textwrap.indent(RL_LOOP.split("\n", 5)[5], "    ")
+    nested = analyse(RL_LOOP.split("for global_step")[0] + epochs.replace("\n    \n", "\n\n"))
+    assert nested.node.lineno == 7  # for global_step (its index restarts every epoch)
