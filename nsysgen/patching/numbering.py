@@ -218,7 +218,7 @@ class Numberer:
         variable = _loop_variable(self.loop) if isinstance(self.loop, ast.For) else None
         index = variable[0] if variable is not None else None
         for candidates, how in ((reading.logged(), LOGGED), (reading.computed(), COMPUTED)):
-            kept = [c for c in candidates if reading.numbers(c, restarts)]
+            kept = [c for c in candidates if reading.numbers(c, restarts, self.found.gate)]
             texts = {c.at_step for c in kept}
             bare = index is not None and index in texts and not reading.reassigned(index)
             if bare or len(texts) > 1:

@@ -47,6 +47,13 @@ def _assigns(statement: ast.stmt, text: str) -> TypeGuard[ast.Assign]:
     return isinstance(statement, ast.Assign) and _targets(statement) == {text}
 
 
+def _has_division(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv))
+        for n in ast.walk(node)
+    )
+
+
 def _has_product(node: ast.AST) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) for n in ast.walk(node))
 
@@ -120,11 +127,17 @@ class Reading:
                 found.append(self._expression(statement.value))
         return found
 
-    def numbers(self, candidate: _Candidate, restarts: bool) -> bool:
+    def numbers(self, candidate: _Candidate, restarts: bool, gate: str | None = None) -> bool:
         """It changes every iteration, and, where the loop's index restarts every epoch, it
-        counts across epochs (an epoch offset, or the caller's running count)."""
+        counts across epochs (an epoch offset, or the caller's running count). A number the
+        optimizer step's gate tests (`if ni - last_opt_step >= accumulate:`) counts the
+        micro-batches the gate lets through several of a step, unless it divides them into
+        steps (`step // accumulate`)."""
         reads = _texts(candidate.value)
         if not reads & self.iterating:
+            return False
+        tested = _texts(ast.parse(gate, mode="eval").body) if gate else set()
+        if candidate.at_step in tested and not _has_division(candidate.value):
             return False
         if not restarts:
             return True

@@ -112,3 +112,34 @@ def test_a_counter_the_script_prints_wins_over_the_loops_index() -> None:
     # Not logged: the loop's index numbers the steps, as before.
     silent = analyse(PRINTED_COUNTER.format(index="batch", log="pass"))
     assert (silent.step, silent.at_step, silent.counter) == ("batch", "batch", f.LOOP_VARIABLE)
+
+
+# 3. A micro-batch counter the optimizer step's gate tests ---------------------------------------
+
+GATED_BY_COUNTER = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+nb, last_opt_step, accumulate = 100, -1, 4
+for epoch in range(10):
+    for i, imgs in enumerate(loader):
+        ni = i + nb * epoch
+        if ni <= 1000:
+            accumulate = max(1, round(64 / 16))  # grows during warm-up
+        loss = model(imgs).sum()
+        loss.backward()
+        if ni - last_opt_step >= accumulate:
+            optimizer.step()
+            optimizer.zero_grad()
+            last_opt_step = ni
+        print(f"{epoch} {ni}")
+"""
+
+
+def test_a_counter_the_gate_tests_counts_micro_batches_not_steps() -> None:
+    """YOLOv5's shape: `ni` advances by `accumulate` per optimizer step, so it never numbers
+    steps; nothing else does, so the optimizer's own count numbers them."""
+    found = analyse(GATED_BY_COUNTER)
+    assert (found.step, found.at_step) == (None, None)
+    assert found.counter.startswith(f.OPTIMIZER_COUNT), found.counter
