@@ -10,6 +10,7 @@ from typing import TypeGuard
 
 from nsysgen.patching.counter import step_parameters
 from nsysgen.patching.logged import is_log_call, step_arguments
+from nsysgen.patching.loop import stepped_optimizers
 from nsysgen.patching.script import Script
 from nsysgen.patching.step_loop import Loop
 from nsysgen.patching.stream import Entry
@@ -97,6 +98,7 @@ class Reading:
         self.in_loop = {t for node in ast.walk(loop) for t in _targets(node)}
         self.loop_targets = _targets(loop) if isinstance(loop, ast.For) else set()
         self.iterating = set(self.loop_targets)  # and what the iteration derives from them
+        self.stepped = set(stepped_optimizers(script, loop))  # the optimizers it steps
         for index, statement in self.own:
             if index < stepping and _texts(statement) & self.iterating:
                 self.iterating |= _targets(statement)
@@ -133,7 +135,12 @@ class Reading:
         optimizer step's gate tests (`if ni - last_opt_step >= accumulate:`) counts the
         micro-batches the gate lets through several of a step, unless it divides them into
         steps (`step // accumulate`)."""
-        reads = _texts(candidate.value)
+        value = candidate.value
+        if isinstance(value, ast.Attribute) and ast.unparse(value.value) in self.stepped:
+            # An optimizer wrapper's own count (`self.optim.training_step`): it advances as the
+            # optimizer steps, across epochs and resumes.
+            return True
+        reads = _texts(value)
         if not reads & self.iterating:
             return False
         tested = _texts(ast.parse(gate, mode="eval").body) if gate else set()

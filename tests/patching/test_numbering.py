@@ -143,3 +143,24 @@ def test_a_counter_the_gate_tests_counts_micro_batches_not_steps() -> None:
     found = analyse(GATED_BY_COUNTER)
     assert (found.step, found.at_step) == (None, None)
     assert found.counter.startswith(f.OPTIMIZER_COUNT), found.counter
+
+
+# 4. An optimizer wrapper's own counter ---------------------------------------------------------
+
+WRAPPER_COUNTER = """\
+class Trainer:
+    def train(self, data):
+        for i, batch in enumerate(data):
+            step = self.optim.training_step  # 1-based, restored on resume
+            loss = self.model(batch).sum()
+            loss.backward()
+            self.optim.step()
+            self.optim.zero_grad()
+            if step % 10 == 0:
+                print(f"step {step} loss {loss.item()}")
+"""
+
+
+def test_an_optimizer_wrappers_own_counter_that_the_script_logs_numbers_steps() -> None:
+    found = analyse(WRAPPER_COUNTER)
+    assert (found.at_step, found.counter) == ("step", f.LOGGED)
