@@ -59,7 +59,19 @@ LIGHTNING = Library(
     "fit",
     RUNTIME[1].offset,
 )
-LIBRARIES = (TRANSFORMERS, LIGHTNING)
+# PyTorch-Ignite's Engine runs the loop (`trainer = create_supervised_trainer(...)` or
+# `Engine(step_function)`, then `trainer.run(loader, max_epochs=...)`) and counts iterations.
+IGNITE = Library(
+    "ignite",
+    "PyTorch-Ignite Engine",
+    RUNTIME[3].counter,
+    ("ignite",),
+    "run",
+    RUNTIME[3].offset,
+)
+LIBRARIES = (TRANSFORMERS, LIGHTNING, IGNITE)
+# What makes a trainer besides a class named ...Trainer: Ignite's Engine and its factory.
+_MAKERS = frozenset({"Engine", "create_supervised_trainer"})
 # Not a loop owner (the script writes the loop) but a counter the helper can read the same way:
 # a DeepSpeed engine increments global_steps after each optimizer step (engine.py,
 # _take_model_step), so the step in progress is global_steps + 1 as its logs give it.
@@ -124,7 +136,7 @@ def _trainer_classes(tree: ast.Module) -> dict[str, Library]:
 
 
 def _is_trainer(name: str) -> bool:
-    return name.endswith("Trainer") or name == _CLI
+    return name.endswith("Trainer") or name == _CLI or name in _MAKERS
 
 
 def _imports(tree: ast.Module) -> tuple[dict[str, Library], dict[str, Library]]:

@@ -28,6 +28,7 @@ from nsysgen.patching.step_loop import (
     COUNTER_BEFORE,
     COUNTER_LOGGED,
     ENGINE,
+    ENGINE_BATCH,
     ENGINE_COUNTER,
     ENGINE_COUNTER_LOGGED,
     FUNCTIONS,
@@ -112,7 +113,7 @@ class Numberer:
         variable = _loop_variable(self.loop) if isinstance(self.loop, ast.For) else None
         restarts = self._restarts(variable)
         if variable is not None and not restarts:
-            logged = self._logged_number(restarts=False)
+            logged = self._logged_number(restarts=False) or self._batch_engine()
             # A counter the script logs wins over the loop's index beside it (`for batch in
             # range(n): ... global_step += 1; print(f"step {global_step}")`): its log is the
             # number people read.
@@ -121,6 +122,7 @@ class Numberer:
         found = self.found
         counted = self._counter() if found.form != ENGINE or found.site.block else None
         counted = counted or self._engine_counter() or self._logged_number(bool(restarts))
+        counted = counted or self._batch_engine()
         if counted is not None:
             return counted
         if variable is None and not self.reset:
@@ -251,6 +253,21 @@ class Numberer:
             if function is self.function and function is not None and runs_per_epoch(function):
                 return not script.called_in_file(function)  # else an epoch loop shows it
         return False
+
+    def _batch_engine(self) -> _Numbering | None:
+        """`engine.train_batch()`: DeepSpeed's pipeline engine runs the whole step and logs it
+        by its global_steps, incremented after the optimizer step (runtime/pipe/engine.py):
+        the step under way is global_steps + 1, the number its log gives it."""
+        for node in ast.walk(self.loop):
+            func = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "train_batch"
+                and self.script.is_engine(func.value)
+            ):
+                text = f"{ast.unparse(func.value)}.global_steps + 1"
+                return _Numbering(text, text, ENGINE_BATCH)
+        return None
 
     def _engine_counter(self) -> _Numbering | None:
         """`model_engine.global_steps`, DeepSpeed's count of optimizer steps, incremented after

@@ -76,6 +76,10 @@ ENGINE_COUNTER = "engine's global_steps"
 ENGINE_COUNTER_LOGGED = "engine's global_steps, logged after its increment"
 
 
+# DeepSpeed's pipeline engine runs a whole step in train_batch() and logs its global_steps.
+ENGINE_BATCH = "the engine's global_steps + 1, as train_batch() logs the step"
+
+
 OPTIMIZER_COUNT = "the optimizer's count of steps"
 
 

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from nsysgen.patching.library import LIGHTNING, TRANSFORMERS, LibraryLoop, library_loop
+from nsysgen.patching.library import (
+    IGNITE,
+    LIGHTNING,
+    TRANSFORMERS,
+    LibraryLoop,
+    library_loop,
+)
 from nsysgen.patching.patch import analyse
 from tests.patching.test_find_shapes import marked, script
 
@@ -44,6 +50,11 @@ from tests.patching.test_find_shapes import marked, script
          "Trainer"),
         ("from lightning.pytorch.cli import LightningCLI\nLightningCLI(Model, DataModule)\n",
          LIGHTNING, 2, "LightningCLI"),
+        ("from ignite.engine import create_supervised_trainer\n"
+         "trainer = create_supervised_trainer(model, optimizer, loss)\ntrainer.run(data, 5)\n",
+         IGNITE, 3, "create_supervised_trainer"),
+        ("from ignite.engine import Engine\nengine = Engine(step)\nengine.run(data)\n", IGNITE,
+         3, "Engine"),
     ],
 )  # fmt: skip
 def test_library_loops_are_recognised(source: str, library: Any, line: int, trainer: str) -> None:
@@ -61,6 +72,8 @@ def test_library_loops_are_recognised(source: str, library: Any, line: int, trai
         "from transformers import Trainer\nmodel.train()\nTrainer(model).evaluate()\n",
         # A Lightning Trainer's train() is not its loop; the CLI with run=False runs nothing.
         "import lightning as L\nL.Trainer().train()\nL.pytorch.cli.LightningCLI(M, run=False)\n",
+        # An Engine of another library is no Ignite loop.
+        "from mylib import Engine\nengine = Engine(step)\nengine.run(data)\n",
     ],
 )
 def test_other_trainers_are_no_library_loops(source: str) -> None:

@@ -164,3 +164,25 @@ class Trainer:
 def test_an_optimizer_wrappers_own_counter_that_the_script_logs_numbers_steps() -> None:
     found = analyse(WRAPPER_COUNTER)
     assert (found.at_step, found.counter) == ("step", f.LOGGED)
+
+
+# 5. DeepSpeed's pipeline engine: train_batch() runs and logs the step --------------------------
+
+PIPELINE = """\
+import deepspeed
+
+
+def train_pipe(args, net, trainset):
+    engine, _, _, _ = deepspeed.initialize(
+        args=args, model=net, model_parameters=net.parameters(), training_data=trainset
+    )
+    for step in range(args.steps):
+        loss = engine.train_batch()
+"""
+
+
+def test_a_pipeline_engines_train_batch_is_numbered_as_its_log_prints_it() -> None:
+    """DeepSpeed prints `steps: N` by its global_steps, one above the loop's `step`."""
+    found = analyse(PIPELINE)
+    assert (found.step, found.at_step) == ("engine.global_steps + 1",) * 2
+    assert found.counter == f.ENGINE_BATCH

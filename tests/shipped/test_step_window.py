@@ -134,6 +134,7 @@ def test_library_counters_say_what_verify_and_plan_say() -> None:
         "state.global_step + 1 (transformers Trainer)",
         "global_step (Lightning Trainer)",
         "global_steps + 1 (DeepSpeed engine)",
+        "state.iteration (Ignite Engine)",
     ]
 
 

@@ -152,6 +152,24 @@ for step in range(12):
 """
 
 
+IGNITE = """\
+import fake_cuda
+import torch
+from ignite.engine import Events, create_supervised_trainer
+
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+trainer = create_supervised_trainer(model, optimizer, torch.nn.functional.mse_loss)
+
+
+@trainer.on(Events.ITERATION_COMPLETED)
+def log(engine):
+    print("@@ log", engine.state.iteration, flush=True)
+
+
+data = [(torch.randn(4, 8), torch.randn(4, 8)) for _ in range(6)]
+trainer.run(data, max_epochs=2)
+"""
 TWO_PHASES = """\
 import fake_cuda
 import torch
@@ -238,3 +256,13 @@ def test_a_new_optimizer_mid_run_keeps_the_window_and_the_numbering(
     else:  # the print is 1-based, the helper's own count 0-based: one apart, said on stderr
         assert result.mismatched == [f"step {n} logged as log {n + 1}" for n in range(25, 30)]
         assert "numbered by nsysgen's count of training steps (from 0" in result.stderr
+
+
+@pytest.mark.parametrize("mode", ["hook", "patch"])
+def test_an_ignite_engine_is_numbered_as_its_handlers_log(tmp_path: Path, mode: str) -> None:
+    """PyTorch-Ignite's Engine owns the loop (create_supervised_trainer: no optimizer step in
+    the script): the helper reads engine.state.iteration (zero-patch), or the patch attaches an
+    ITERATION_STARTED handler; each range holds the iteration its handler logs, across epochs."""
+    result = run(tmp_path, IGNITE, window(5, 8), mode)
+    assert result.recorded == ["step 5", "step 6", "step 7", "step 8"], result.stderr
+    assert not result.mismatched, result.mismatched

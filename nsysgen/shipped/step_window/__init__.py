@@ -19,9 +19,9 @@ The running program has the last word on numbering. Before the window opens the 
 at every optimizer step, each counter it may number by: the number given to `open()` at the top
 of a patched loop, NSYSGEN_PROFILE_STEP_EXPR evaluated in the function NSYSGEN_PROFILE_STEP_SCOPE
 (what nsysgen found in the script), and the step counter of a library that owns the loop (found
-on the stack: the Hugging Face Trainer, Lightning's Trainer, a DeepSpeed engine). A counter
-numbers the steps only if it advanced by exactly one from each training step to the next before
-the window; the first that did wins, else the helper counts steps itself (from the optimizer's
+on the stack: the Hugging Face Trainer, Lightning's Trainer, a DeepSpeed engine, an Ignite
+Engine). A counter numbers the steps only if it advanced by exactly one from each training step
+to the next before the window; the first that did wins, else the helper counts steps itself (from the optimizer's
 own step count, which survives a resume, else from 0) and says why on stderr.
 
 How many optimizer steps make one training step (a GAN steps two optimizers) is learned before

@@ -53,4 +53,7 @@ LIBRARIES = (
         0,
     ),
     Library("DeepSpeed engine", ("deepspeed.",), "DeepSpeedEngine", ("global_steps",), 1),
+    # PyTorch-Ignite increments engine.state.iteration before it runs the step (1-based), and
+    # its handlers log that value.
+    Library("Ignite Engine", ("ignite.",), "Engine", ("state", "iteration"), 0),
 )

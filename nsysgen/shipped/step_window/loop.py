@@ -56,7 +56,8 @@ class StepWindow(OptimizerHooks):
         `.fit()`): a callback of the library opens each step at its start, numbered as the
         library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
         micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
-        `trainer.global_step` (a micro-batch of the same step opens nothing new)."""
+        `trainer.global_step` (a micro-batch of the same step opens nothing new); Ignite's
+        ITERATION_STARTED event opens `engine.state.iteration`."""
         if not self.active:
             return
         try:
@@ -80,6 +81,14 @@ class StepWindow(OptimizerHooks):
                     window.open(state.global_step + 1)
 
             trainer.add_callback(HuggingFaceSteps())
+            return
+        if "ignite" in modules:
+            events: Any = __import__("ignite.engine", fromlist=["Events"]).Events
+
+            def ignite_step(engine: Any) -> None:
+                window.open(engine.state.iteration)
+
+            trainer.add_event_handler(events.ITERATION_STARTED, ignite_step)
             return
         package = next((m for m in ("lightning", "pytorch_lightning") if m in modules), None)
         if package is None:

@@ -21,9 +21,9 @@ The running program has the last word on numbering. Before the window opens the 
 at every optimizer step, each counter it may number by: the number given to `open()` at the top
 of a patched loop, NSYSGEN_PROFILE_STEP_EXPR evaluated in the function NSYSGEN_PROFILE_STEP_SCOPE
 (what nsysgen found in the script), and the step counter of a library that owns the loop (found
-on the stack: the Hugging Face Trainer, Lightning's Trainer, a DeepSpeed engine). A counter
-numbers the steps only if it advanced by exactly one from each training step to the next before
-the window; the first that did wins, else the helper counts steps itself (from the optimizer's
+on the stack: the Hugging Face Trainer, Lightning's Trainer, a DeepSpeed engine, an Ignite
+Engine). A counter numbers the steps only if it advanced by exactly one from each training step
+to the next before the window; the first that did wins, else the helper counts steps itself (from the optimizer's
 own step count, which survives a resume, else from 0) and says why on stderr.
 
 How many optimizer steps make one training step (a GAN steps two optimizers) is learned before
@@ -102,6 +102,9 @@ LIBRARIES = (
         0,
     ),
     Library("DeepSpeed engine", ("deepspeed.",), "DeepSpeedEngine", ("global_steps",), 1),
+    # PyTorch-Ignite increments engine.state.iteration before it runs the step (1-based), and
+    # its handlers log that value.
+    Library("Ignite Engine", ("ignite.",), "Engine", ("state", "iteration"), 0),
 )
 
 
@@ -809,7 +812,8 @@ class StepWindow(OptimizerHooks):
         `.fit()`): a callback of the library opens each step at its start, numbered as the
         library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
         micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
-        `trainer.global_step` (a micro-batch of the same step opens nothing new)."""
+        `trainer.global_step` (a micro-batch of the same step opens nothing new); Ignite's
+        ITERATION_STARTED event opens `engine.state.iteration`."""
         if not self.active:
             return
         try:
@@ -833,6 +837,14 @@ class StepWindow(OptimizerHooks):
                     window.open(state.global_step + 1)
 
             trainer.add_callback(HuggingFaceSteps())
+            return
+        if "ignite" in modules:
+            events: Any = __import__("ignite.engine", fromlist=["Events"]).Events
+
+            def ignite_step(engine: Any) -> None:
+                window.open(engine.state.iteration)
+
+            trainer.add_event_handler(events.ITERATION_STARTED, ignite_step)
             return
         package = next((m for m in ("lightning", "pytorch_lightning") if m in modules), None)
         if package is None:
