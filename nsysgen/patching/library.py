@@ -49,8 +49,9 @@ TRANSFORMERS = Library(
     "train",
     RUNTIME[0].offset,
 )
-# Lightning's trainer.global_step counts optimizer steps taken; its loggers record a step's
-# metrics at the value it has while that step runs.
+# Lightning's loggers record a step's metrics at the fit loop's count of batches that stepped,
+# as it is while that step runs (trainer.global_step counts optimizer steps, two a batch for a
+# GAN with manual optimization).
 LIGHTNING = Library(
     "lightning",
     "Lightning Trainer",

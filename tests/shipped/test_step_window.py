@@ -67,7 +67,7 @@ for batch in range(24):
     ("source", "counter", "inside"),
     [
         (HF_TRAINER, "state.global_step + 1 (transformers Trainer)", [*FB * 4, *OM]),
-        (LIGHTNING, "global_step (Lightning Trainer)", [*FB, *OM]),
+        (LIGHTNING, "fit_loop.epoch_loop._batches_that_stepped (Lightning Trainer)", [*FB, *OM]),
         (DEEPSPEED, "global_steps + 1 (DeepSpeed engine)", [*FB * 2, *OM]),
     ],
     ids=["transformers", "lightning", "deepspeed"],
@@ -132,7 +132,7 @@ def test_a_library_callback_opens_each_step(tmp_path: Path, source: str, inside:
 def test_library_counters_say_what_verify_and_plan_say() -> None:
     assert [library.counter for library in LIBRARIES] == [
         "state.global_step + 1 (transformers Trainer)",
-        "global_step (Lightning Trainer)",
+        "fit_loop.epoch_loop._batches_that_stepped (Lightning Trainer)",
         "global_steps + 1 (DeepSpeed engine)",
         "state.iteration (Ignite Engine)",
     ]

@@ -152,6 +152,49 @@ for step in range(12):
 """
 
 
+LIGHTNING_MANUAL = """\
+import fake_cuda
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class GAN(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.g, self.d = torch.nn.Linear(8, 8), torch.nn.Linear(8, 1)
+
+    def training_step(self, batch, index):
+        opt_g, opt_d = self.optimizers()
+        x, _ = batch
+        loss_d = self.d(self.g(x).detach()).mean()
+        opt_d.zero_grad()
+        self.manual_backward(loss_d)
+        opt_d.step()
+        loss_g = -self.d(self.g(x)).mean()
+        opt_g.zero_grad()
+        self.manual_backward(loss_g)
+        opt_g.step()
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.g.parameters()), torch.optim.Adam(self.d.parameters())
+
+
+class Log(L.Callback):
+    def on_train_batch_end(self, trainer, module, outputs, batch, index):
+        # The loggers' step of this batch, not yet advanced here (global_step counts both
+        # optimizers' steps: 2 a batch).
+        print("@@ log", trainer.fit_loop.epoch_loop._batches_that_stepped, flush=True)
+
+
+data = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 8)), batch_size=4)
+trainer = L.Trainer(
+    max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+    enable_model_summary=False, accelerator="cpu", callbacks=[Log()],
+)
+trainer.fit(GAN(), data)
+"""
 IGNITE = """\
 import fake_cuda
 import torch
@@ -266,3 +309,20 @@ def test_an_ignite_engine_is_numbered_as_its_handlers_log(tmp_path: Path, mode: 
     result = run(tmp_path, IGNITE, window(5, 8), mode)
     assert result.recorded == ["step 5", "step 6", "step 7", "step 8"], result.stderr
     assert not result.mismatched, result.mismatched
+
+
+@pytest.mark.parametrize("mode", ["hook", "patch"])
+def test_lightning_manual_optimization_with_two_optimizers_is_numbered_by_batches(
+    tmp_path: Path, mode: str
+) -> None:
+    """A Lightning GAN with manual optimization: trainer.global_step counts both optimizers'
+    steps (2 a batch); its loggers' step counts batches. Each range holds one batch, both
+    optimizer steps, numbered as the loggers number it, by Lightning's own count."""
+    result = run(tmp_path, LIGHTNING_MANUAL, window(5, 8), mode)
+    if mode == "hook":  # Lightning's own count, not a fall-back to the helper's
+        said = "steps are numbered by fit_loop.epoch_loop._batches_that_stepped (Lightning"
+        assert said in result.stderr, result.stderr
+    assert result.recorded == ["step 5", "step 6", "step 7", "step 8"], result.stderr
+    assert not result.mismatched, result.mismatched
+    for n in (5, 6, 7, 8):
+        assert len([e for e in result.steps[f"step {n}"] if e.startswith("mark ")]) == 2

@@ -90,16 +90,17 @@ class Library:
 # In the order they are preferred when several are on the stack (the Trainer of transformers
 # may drive a DeepSpeed engine: its own log numbers the steps). Each library's step semantics,
 # from its code: transformers' Trainer increments state.global_step right after the optimizer
-# steps and logs that value; Lightning's trainer.global_step counts optimizer steps completed,
-# which its loggers write for the step under way; DeepSpeed's engine increments global_steps
-# after the optimizer step and prints that value.
+# steps and logs that value; Lightning's loggers number a step by the fit loop's count of
+# batches that stepped (its trainer.global_step counts optimizer steps: two a batch for a GAN
+# with manual optimization), incremented after the batch; DeepSpeed's engine increments
+# global_steps after the optimizer step and prints that value.
 LIBRARIES = (
     Library("transformers Trainer", ("transformers.",), "Trainer", ("state", "global_step"), 1),
     Library(
         "Lightning Trainer",
         ("lightning.pytorch.", "pytorch_lightning."),
         "Trainer",
-        ("global_step",),
+        ("fit_loop", "epoch_loop", "_batches_that_stepped"),
         0,
     ),
     Library("DeepSpeed engine", ("deepspeed.",), "DeepSpeedEngine", ("global_steps",), 1),
@@ -766,6 +767,15 @@ class OptimizerHooks(WindowSteps):
         _torch().cuda.nvtx.mark(label)
 
 
+def _read(counter: Any) -> int | None:
+    """A library's step number, None where this version of it has no such attribute: the
+    helper then numbers the step itself (and never stops the training)."""
+    try:
+        return int(counter())
+    except Exception:  # noqa: BLE001 - a library's callback must not raise into its loop
+        return None
+
+
 class StepWindow(OptimizerHooks):
     """Records training steps FIRST..LAST (both included) with cudaProfilerStart/Stop."""
 
@@ -813,7 +823,8 @@ class StepWindow(OptimizerHooks):
         `.fit()`): a callback of the library opens each step at its start, numbered as the
         library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
         micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
-        `trainer.global_step` (a micro-batch of the same step opens nothing new); Ignite's
+        the fit loop's count of batches that stepped, the loggers' step (a micro-batch of the
+        same step opens nothing new); Ignite's
         ITERATION_STARTED event opens `engine.state.iteration`."""
         if not self.active:
             return
@@ -835,7 +846,7 @@ class StepWindow(OptimizerHooks):
 
             class HuggingFaceSteps(base):  # type: ignore[misc]
                 def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-                    window.open(state.global_step + 1)
+                    window.open(_read(lambda: state.global_step + 1))
 
             trainer.add_callback(HuggingFaceSteps())
             return
@@ -843,7 +854,7 @@ class StepWindow(OptimizerHooks):
             events: Any = __import__("ignite.engine", fromlist=["Events"]).Events
 
             def ignite_step(engine: Any) -> None:
-                window.open(engine.state.iteration)
+                window.open(_read(lambda: engine.state.iteration))
 
             trainer.add_event_handler(events.ITERATION_STARTED, ignite_step)
             return
@@ -856,7 +867,7 @@ class StepWindow(OptimizerHooks):
 
         class LightningSteps(callback):  # type: ignore[misc]
             def on_train_batch_start(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
-                window.open(trainer.global_step)
+                window.open(_read(lambda: trainer.fit_loop.epoch_loop._batches_that_stepped))
 
         trainer.callbacks.append(LightningSteps())
 

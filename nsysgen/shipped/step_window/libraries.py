@@ -40,16 +40,17 @@ class Library:
 # In the order they are preferred when several are on the stack (the Trainer of transformers
 # may drive a DeepSpeed engine: its own log numbers the steps). Each library's step semantics,
 # from its code: transformers' Trainer increments state.global_step right after the optimizer
-# steps and logs that value; Lightning's trainer.global_step counts optimizer steps completed,
-# which its loggers write for the step under way; DeepSpeed's engine increments global_steps
-# after the optimizer step and prints that value.
+# steps and logs that value; Lightning's loggers number a step by the fit loop's count of
+# batches that stepped (its trainer.global_step counts optimizer steps: two a batch for a GAN
+# with manual optimization), incremented after the batch; DeepSpeed's engine increments
+# global_steps after the optimizer step and prints that value.
 LIBRARIES = (
     Library("transformers Trainer", ("transformers.",), "Trainer", ("state", "global_step"), 1),
     Library(
         "Lightning Trainer",
         ("lightning.pytorch.", "pytorch_lightning."),
         "Trainer",
-        ("global_step",),
+        ("fit_loop", "epoch_loop", "_batches_that_stepped"),
         0,
     ),
     Library("DeepSpeed engine", ("deepspeed.",), "DeepSpeedEngine", ("global_steps",), 1),

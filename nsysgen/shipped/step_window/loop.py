@@ -9,6 +9,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def _read(counter: Any) -> int | None:
+    """A library's step number, None where this version of it has no such attribute: the
+    helper then numbers the step itself (and never stops the training)."""
+    try:
+        return int(counter())
+    except Exception:  # noqa: BLE001 - a library's callback must not raise into its loop
+        return None
+
+
 class StepWindow(OptimizerHooks):
     """Records training steps FIRST..LAST (both included) with cudaProfilerStart/Stop."""
 
@@ -56,7 +65,8 @@ class StepWindow(OptimizerHooks):
         `.fit()`): a callback of the library opens each step at its start, numbered as the
         library logs it. The Hugging Face Trainer's `on_step_begin` (before the step's first
         micro-batch) opens `state.global_step + 1`; Lightning's `on_train_batch_start` opens
-        `trainer.global_step` (a micro-batch of the same step opens nothing new); Ignite's
+        the fit loop's count of batches that stepped, the loggers' step (a micro-batch of the
+        same step opens nothing new); Ignite's
         ITERATION_STARTED event opens `engine.state.iteration`."""
         if not self.active:
             return
@@ -78,7 +88,7 @@ class StepWindow(OptimizerHooks):
 
             class HuggingFaceSteps(base):  # type: ignore[misc]
                 def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-                    window.open(state.global_step + 1)
+                    window.open(_read(lambda: state.global_step + 1))
 
             trainer.add_callback(HuggingFaceSteps())
             return
@@ -86,7 +96,7 @@ class StepWindow(OptimizerHooks):
             events: Any = __import__("ignite.engine", fromlist=["Events"]).Events
 
             def ignite_step(engine: Any) -> None:
-                window.open(engine.state.iteration)
+                window.open(_read(lambda: engine.state.iteration))
 
             trainer.add_event_handler(events.ITERATION_STARTED, ignite_step)
             return
@@ -99,7 +109,7 @@ class StepWindow(OptimizerHooks):
 
         class LightningSteps(callback):  # type: ignore[misc]
             def on_train_batch_start(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
-                window.open(trainer.global_step)
+                window.open(_read(lambda: trainer.fit_loop.epoch_loop._batches_that_stepped))
 
         trainer.callbacks.append(LightningSteps())
 

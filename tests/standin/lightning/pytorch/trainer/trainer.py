@@ -10,11 +10,21 @@ from typing import Any
 import torch
 
 
+class _EpochLoop:
+    _batches_that_stepped = 0
+
+
+class _FitLoop:
+    def __init__(self) -> None:
+        self.epoch_loop = _EpochLoop()
+
+
 class Trainer:
     def __init__(self, max_steps: int = 10) -> None:
         self.max_steps = max_steps
         self.global_step = 0
         self.callbacks: list[Any] = []
+        self.fit_loop = _FitLoop()
 
     def fit(self, module: Any) -> None:
         optimizer = torch.optim.Adam(module.parameters())
@@ -28,5 +38,7 @@ class Trainer:
 
             optimizer.step(closure)
             self.global_step += 1  # optim_progress.optimizer.step.increment_completed()
-            print("@@ log", self.global_step - 1, flush=True)  # the logger's step
+            stepped = self.fit_loop.epoch_loop
+            print("@@ log", stepped._batches_that_stepped, flush=True)  # the logger's step
+            stepped._batches_that_stepped += 1  # after the batch (on_advance_end)
             batch += 1
