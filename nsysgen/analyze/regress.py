@@ -7,8 +7,8 @@ message size). A time regresses when it grows by more than `threshold` (a fracti
 than `min_ms` (so that a 20 us exposed-comm figure going to 30 us is not +50 % of nothing); a
 bandwidth regresses when it drops by more than `threshold`.
 
-A rank's time that grew mostly by waiting for a peer (its median comm_wait_ms, or in an older
-summary wait_ms, grew by at least half the growth) is not that rank's regression: the change
+A rank's time that grew mostly by waiting for a peer (its median wait_ms, the time it lost
+waiting, grew by at least half the growth) is not that rank's regression: the change
 says "waited for rank N" (the new run's late rank) and does not fail the gate. The verdict is
 about the job's step time and names its cause: the new run's verdict sentence
 (nsysgen/analyze/verdict.py).
@@ -163,14 +163,14 @@ def _cause(old: Any, new: Any) -> str:
 
 
 def _waits(summary: Summary) -> dict[str, float]:
-    """ "rank N" -> its median wait for peers over its judged steps (comm_wait_ms, or in an
-    older summary wait_ms)."""
+    """ "rank N" -> its median time lost waiting for peers over its judged steps (wait_ms: its
+    exposed wait and its compute slowed by waiting, the figure every view shows)."""
     out = {}
     for rank in summary.get("ranks", []):
         values = [
             float(v)
             for s in _judged(summary, rank)
-            if (v := s.get("comm_wait_ms", s.get("wait_ms"))) is not None
+            if (v := s.get("wait_ms", s.get("comm_wait_ms"))) is not None
         ]
         if values:
             out[f"rank {rank['rank']}"] = statistics.median(values)
@@ -206,7 +206,7 @@ def compare(old: Summary, new: Summary, threshold: float, min_ms: float) -> list
             if regressed and name != JOB_STEP and waited >= (now - was) / 2:
                 regressed = False
                 peer = f"rank {late}" if late is not None and who != f"rank {late}" else "peers"
-                note = f"waited for {peer} (+{waited:.1f} ms of waiting a step)"
+                note = f"waited for {peer} (+{waited:.1f} ms a step lost waiting)"
         cause = ""
         if regressed and name.endswith(" median step time") and name != JOB_STEP:
             cause = _cause(*(_rank(s, name.split()[1]) for s in (old, new)))

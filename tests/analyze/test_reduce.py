@@ -107,7 +107,7 @@ def test_the_slow_run_regresses_against_the_clean_one_and_names_rank_1(
         f"baseline {clean}: 5 figure(s) compared, 2 regressed beyond 10 %",
         "REGRESSED  job median step time: 72.667 -> 127.441 ms (+75.4 %)",
         "   waited  rank 0 median step time: 69.426 -> 101.734 ms (+46.5 %): waited for rank 1 "
-        "(+31.8 ms of waiting a step)",
+        "(+31.8 ms a step lost waiting)",
         "REGRESSED  rank 1 median step time: 71.286 -> 116.496 ms (+63.4 %): its own work grew: "
         "host gaps +53.1 ms",
     ]

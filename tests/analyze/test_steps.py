@@ -212,7 +212,7 @@ def test_baseline_gate(tmp_path: Path, run_cli: RunCli) -> None:
     assert "REGRESSED  job median step time: 14.000 -> 23.000 ms (+64.3 %)" in worse.out
     assert (
         "waited  rank 0 median exposed comm: 2.000 -> 11.000 ms (+450.0 %): waited for rank 1 "
-        "(+9.0 ms of waiting a step)"
+        "(+9.0 ms a step lost waiting)"
     ) in worse.out
     assert "REGRESSED  rank 0" not in worse.out
     compared = json.loads((tmp_path / "o3" / "summary.json").read_text())["baseline"]
