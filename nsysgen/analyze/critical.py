@@ -25,9 +25,11 @@ show for the same work:
 Overlapped waits are never summed: one figure per rank and step. What-if: with the late ranks'
 lateness taken off, the collective starts at the latest of their new ready moments and the
 next-latest arrival; the step is shorter by the difference (never more than the slack to the
-next-latest arrival). A rank that waited lost its exposed wait (nsysgen/analyze/waiting.py)
-plus its compute slowed by its own waiting kernels (its compute on the path beyond the late
-ranks', at their speed), which this module measures.
+next-latest arrival, that rank's compute taken unslowed: its slowdown came from waiting). A
+rank that waited lost its exposed wait (nsysgen/analyze/waiting.py) plus its compute slowed by
+its own waiting kernels (its compute on the path beyond the late ranks', at their speed), which
+this module measures. Copies (memcpy, memset) count as neither compute nor idle: a rank late
+by its copies alone is not measured late.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def _speeds(first: list[Arrival], on_time: set[int], busy_path: float) -> dict[i
     typical = statistics.median(reference)
     if typical <= 0 or typical < 0.1 * busy_path:
         return {}
-    return {a.rank: a.busy / typical for a in first}
+    return {a.rank: a.busy / typical for a in first if a.busy > 0}
 
 
 def walk(groups: list[list[Arrival]], floor_ns: int) -> StepPath:
@@ -122,9 +124,9 @@ def walk(groups: list[list[Arrival]], floor_ns: int) -> StepPath:
     ready = {a.rank: a.ready - (share[a.rank] if a.rank in late else slowed[a.rank]) for a in at}
     top = max(a.ready for a in at)
     alone = {}
-    for rank in late:
-        rest = max(a.ready for a in at if a.rank != rank)
-        alone[rank] = _ms(top - max(rest, ready[rank]))
+    for rank in late:  # that rank alone on time: the others late as they were
+        rest = max(a.ready if a.rank in late else ready[a.rank] for a in at if a.rank != rank)
+        alone[rank] = _ms(max(0.0, top - max(rest, ready[rank])))
     return StepPath(
         k,
         {rank: _ms(value) for rank, value in share.items()},

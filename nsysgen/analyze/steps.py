@@ -314,9 +314,10 @@ def _place(
     by_step: dict[int, list[Collective]] = defaultdict(list)
     for c in tables.collectives:
         by_step[c.step].append(c)
-    placed: list[Collective] = []
-    gate: int | None = None  # the previous step's closing gate
+    numbers, placed, gate = [step for _, _, step in spans], [], None  # gate: the last closing
     for index, ((start, _, step), row) in enumerate(zip(spans, tables.steps, strict=True)):
+        if numbers.count(step) > 1:  # a number recorded twice: its collectives not told apart
+            continue
         opening = gate if gate is not None else start
         tables.steps[index] = dataclasses.replace(row, gate_ns=opening)
         own = by_step.pop(step, [])
@@ -328,10 +329,9 @@ def _place(
                 c = dataclasses.replace(c, ready_ns=mark[0], busy_ns=mark[1], idle_ns=mark[2])
             placed.append(c)
         ends = [c.start_ns + c.duration_ns for c in own if c.start_ns is not None]
-        gate = max(ends) if ends else None
-    for rest in by_step.values():  # steps recorded twice (a repeated number): left as they are
-        placed += rest
-    tables.collectives = placed
+        gate = max(ends) if ends else gate  # a step without collectives: the last gate holds
+    # Steps recorded twice (a repeated number): their collectives without landmarks.
+    tables.collectives = placed + [c for rest in by_step.values() for c in rest]
 
 
 def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[RankTables]:

@@ -132,7 +132,8 @@ def _walk(
     arrivals = [_arrivals(group, gates) for group in groups]
     walkable = [a for a in arrivals if a is not None]
     if len(walkable) < len(arrivals):
-        result.unwalked.append(step)
+        if step not in result.unwalked:  # once a step, whatever its stages
+            result.unwalked.append(step)
         return {}
     floor = _floor_ns(thresholds, list(rows.values()))
     path = walk(walkable, floor)

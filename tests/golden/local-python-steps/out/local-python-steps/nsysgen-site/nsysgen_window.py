@@ -208,11 +208,11 @@ class Numbering:
         self.irregular = False  # no cycle in the optimizers' order: one optimizer step a step
         self.order: list[int] = []  # which optimizer took each optimizer step, while learning
         self.first: dict[int, int] = {}  # each optimizer's first step's place in `order`
-        # The latest phase: where it began in `order`, the steps ended before it, and the cycle
-        # the phase before it had (optimizers made one after another: nsysgen never took them
-        # for one cycle).
-        self.phase = (0, 0)
-        self.settled = per_step or 1
+        # The phases (optimizers made one after another, never taken for one cycle): where
+        # each began in `order`, the steps ended before it, and the cycle in force before it.
+        self.phases: list[tuple[int, int, int]] = [(0, 0, per_step or 1)]
+        self.settled = per_step or 1  # the latest phase's cycle, once known
+        self.moved = False  # a phase began or was undone since the last recheck
         # The counters at each optimizer step: all of them while learning, then the step's own.
         self.readings: list[tuple[int | None, ...]] = []
         self.count = 0  # optimizer steps seen
@@ -250,34 +250,49 @@ class Numbering:
             self.frozen, self.order = True, []
             if learned is None:
                 learned, self.irregular = 1, True
-        if learned != self.per_step:
-            self.per_step = learned
+        if learned != self.per_step or self.moved:
+            self.per_step, self.moved = learned, False
             self._recheck()
         if self.frozen and learned is not None:
             # From here on only the step under way is judged: keep the last step's readings.
             self.readings = self.readings[-learned:]
 
+    @property
+    def phase(self) -> tuple[int, int]:
+        """The latest phase: where it began in `order`, and the steps ended before it."""
+        start, base, _ = self.phases[-1]
+        return start, base
+
+    def _alone(self, start: int) -> bool:
+        """No optimizer seen before `start` has stepped since."""
+        first = self.first
+        return all(first[o] >= start for o in self.order[start:])
+
     def _cycle(self) -> int | None:
         """The cycle of the optimizers' order. Optimizers made one after another are phases,
         not a cycle (a second phase of training, layers unfrozen, an optimizer made anew each
-        epoch, a library loop resumed): once none of the earlier optimizers has stepped in two
-        steps since the latest phase began, the cycle is that phase's (the one before holds
-        until it shows its own), and the steps before it stay as they were counted."""
-        order, first = self.order, self.first
-        start = max(
-            (
-                s
-                for s in set(first.values())
-                if s and len(order) - s >= 2 and all(first[o] >= s for o in order[s:])
-            ),
-            default=0,
-        )
-        if start and start != self.phase[0]:
-            begun, base = self.phase
-            self.phase = (start, base + (start - begun) // self.settled)
-        if not self.phase[0]:
+        epoch, a library loop resumed): a phase begins where new optimizers took two steps
+        with none of the earlier ones, after the phase before showed its own cycle twice (the
+        third optimizer of a cycle of three is no phase), and ends undone if an earlier one
+        steps again. The cycle is the latest phase's (the one before holds until it shows its
+        own); the steps before it stay as they were counted."""
+        order = self.order
+        while len(self.phases) > 1 and not self._alone(self.phases[-1][0]):
+            _, _, self.settled = self.phases.pop()
+            self.moved = True
+        begun, base, _ = self.phases[-1]
+        for start in sorted(set(self.first.values())):
+            if start <= begun or len(order) - start < 2 or not self._alone(start):
+                continue
+            before = period(order[begun:start])
+            if before is not None and start - begun >= 2 * before:
+                self.phases.append((start, base + (start - begun) // before, self.settled))
+                self.settled, self.moved = before, True
+                break
+        begun = self.phases[-1][0]
+        if not begun:
             return period(order)
-        found = period(order[self.phase[0] :])
+        found = period(order[begun:])
         return found if found is not None else self.settled
 
     def _recheck(self) -> None:
@@ -289,7 +304,8 @@ class Numbering:
         per_step = self.per_step
         if per_step is None:
             return
-        self.settled = per_step
+        if begun == self.phases[-1][0]:
+            self.settled = per_step
         for start in range(begun, len(self.readings) - per_step + 1, per_step):
             self._check(self.readings[start : start + per_step])
 
