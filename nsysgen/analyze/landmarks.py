@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import bisect
 from itertools import accumulate
+from operator import itemgetter, sub
 
 from nsysgen.analyze import intervals as iv
 from nsysgen.analyze.steps_read import NCCL, GpuOp
+
+_START, _END = itemgetter(0), itemgetter(1)
 
 
 class Coverage:
@@ -32,15 +35,16 @@ class Coverage:
     binary search a lookup)."""
 
     def __init__(self, merged: list[iv.Interval]) -> None:
-        self._starts = [start for start, _ in merged]
-        self._ends = [end for _, end in merged]
-        self._before = [0, *accumulate(end - start for start, end in merged)]
+        # One list built, in C (map, accumulate): a process holds as many intervals as kernels.
+        self._merged = merged
+        lengths = map(sub, map(_END, merged), map(_START, merged))
+        self._before: list[int] = [0, *accumulate(lengths)]
 
     def until(self, moment: int) -> int:
-        index = bisect.bisect_right(self._starts, moment)  # intervals started by `moment`
+        index = bisect.bisect_right(self._merged, moment, key=_START)  # started by `moment`
         if index == 0:
             return 0
-        still_running = self._ends[index - 1] - moment
+        still_running = self._merged[index - 1][1] - moment
         return self._before[index] - max(0, still_running)
 
     def between(self, begin: int, end: int) -> int:
@@ -52,10 +56,17 @@ def process_coverage(
 ) -> tuple[Coverage, Coverage]:
     """Coverage of compute and of all GPU work over the process's steps (each step's merged
     lists merged again: a step's work can run into the next step's time)."""
-    return (
-        Coverage(iv.union([i for step in compute for i in step])),
-        Coverage(iv.union([i for step in every for i in step])),
-    )
+    return Coverage(_joined(compute)), Coverage(_joined(every))
+
+
+def _joined(steps: list[list[iv.Interval]]) -> list[iv.Interval]:
+    """The steps' merged lists as one: laid end to end where each step's work ended before the
+    next step's began (the usual case: no sort), merged again where not."""
+    filled = [step for step in steps if step]
+    flat = [interval for step in filled for interval in step]
+    if all(a[-1][1] <= b[0][0] for a, b in zip(filled, filled[1:], strict=False)):
+        return flat
+    return iv.union(flat)
 
 
 def nccl_ready(ops: list[GpuOp]) -> list[int]:

@@ -298,7 +298,8 @@ def _reduce_process(
                 Collective(step, i, name, e - s, start_ns=s)
                 for i, (s, e, name) in enumerate(ranges)
             ]
-    _place(tables, spans, per_step, uses_nccl, *lm.process_coverage(computes, every))
+    if tables.collectives:  # landmarks only where there is a collective to place them at
+        _place(tables, spans, per_step, uses_nccl, *lm.process_coverage(computes, every))
     return tables
 
 
@@ -330,8 +331,7 @@ def _place(
             placed.append(c)
         ends = [c.start_ns + c.duration_ns for c in own if c.start_ns is not None]
         gate = max(ends) if ends else gate  # a step without collectives: the last gate holds
-    # Steps recorded twice (a repeated number): their collectives without landmarks.
-    tables.collectives = placed + [c for rest in by_step.values() for c in rest]
+    tables.collectives = placed + [c for rest in by_step.values() for c in rest]  # repeated
 
 
 def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[RankTables]:
