@@ -4,6 +4,7 @@ gate): their arguments, their checks before anything is written, and the reducti
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from nsysgen.analyze import fabric
@@ -17,6 +18,8 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):  # nan would turn every comparison off (a gate that passes all)
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
     return value
@@ -49,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         default=1.0,
         metavar="MS",
-        help="a rank is late on a step only if the others waited longer than this (default: 1)",
+        help="a rank is late on a step only if its share of the step's critical path beyond "
+        "the ranks on time is longer than this (default: 1)",
     )
     group.add_argument(
         "--straggler-min-percent",

@@ -33,6 +33,9 @@ def test_thresholds_take_non_negative_numbers() -> None:
         steps_cli._positive("ten")
     with pytest.raises(argparse.ArgumentTypeError, match=r"^must be >= 0: '-1'$"):
         steps_cli._positive("-1")
+    for text in ("nan", "inf", "-inf"):  # nan turned the regression gate off, exit 0
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a finite number >= 0"):
+            steps_cli._positive(text)
     args = parse("r")
     assert (args.regression_threshold, args.regression_min_ms) == (10.0, 0.1)
     assert (args.straggler_min_ms, args.straggler_min_percent) == (1.0, 25.0)
