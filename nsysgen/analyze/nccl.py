@@ -22,6 +22,7 @@ from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 
+from nsysgen.analyze.safe import cell
 from nsysgen.analyze.steps import COMM_NAME, STEP_NAME
 from nsysgen.errors import NsysgenError
 from nsysgen.reports.export import NoNsys, export_path, is_current, make_export
@@ -272,10 +273,10 @@ def write_csvs(calls: list[NcclCall], summary: list[SizeSummary], out: Path) -> 
         for c in calls:
             writer.writerow(
                 [
-                    c.report,
-                    c.op,
+                    cell(c.report),
+                    cell(c.op),
                     "" if c.size_bytes is None else c.size_bytes,
-                    c.kernel,
+                    cell(c.kernel),
                     c.start_ns,
                     f"{c.duration_ns / 1000:.3f}",
                 ]
@@ -300,7 +301,7 @@ def write_csvs(calls: list[NcclCall], summary: list[SizeSummary], out: Path) -> 
             label = "unknown" if s.size_bytes is None else human_size(s.size_bytes)
             writer.writerow(
                 [
-                    s.op,
+                    cell(s.op),
                     size,
                     label,
                     s.calls,

@@ -18,6 +18,7 @@ from typing import Any
 
 from nsysgen import __version__
 from nsysgen.analyze.nccl import AnalyzeError, NcclCall, human_size
+from nsysgen.analyze.safe import op_file
 
 INSTALL = "pip install 'nsysgen[analyze]'"
 
@@ -195,5 +196,5 @@ def durations_figure(
 def plot_op(
     op: str, calls: list[NcclCall], reference_us: dict[int, float], out: Path, label: str = ""
 ) -> Path:
-    target = out / f"nccl_{op}_durations.png"
+    target = out / op_file(op, "durations")
     return save(partial(durations_figure, op, calls, reference_us, label), target)

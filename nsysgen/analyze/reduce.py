@@ -16,6 +16,7 @@ from nsysgen.analyze.nccl import human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
 from nsysgen.analyze.regress import compare, comparison, load
 from nsysgen.analyze.report import Reduced
+from nsysgen.analyze.safe import op_file
 from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.steps_plot import draw_all
 from nsysgen.analyze.stragglers import Thresholds, find, measure
@@ -61,7 +62,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     for op in sorted({c.op for c in calls}):
         op_calls = [c for c in calls if c.op == op]
         durations = plots.draw(
-            f"nccl_{op}_durations.png",
+            op_file(op, "durations"),
             [op, op_calls, sorted(reference.items()), options.label],
             partial(plot_op, op, op_calls, reference, out, options.label),
         )

@@ -19,6 +19,7 @@ from typing import Any
 from nsysgen.analyze import views
 from nsysgen.analyze.nccl import NcclCall, human_size
 from nsysgen.analyze.plot import Plots, new_figure, pyplot, save
+from nsysgen.analyze.safe import op_file
 from nsysgen.analyze.summary import RankEntry, StepColumn, Summary
 
 
@@ -299,7 +300,7 @@ def figures(summary: Summary, calls: list[NcclCall]) -> list[Figure]:
     for op in sorted({c.op for c in calls}):
         rows = [r for r in summary["nccl_by_size"] if r["op"] == op]
         why = None if rows else "no call of known message size"
-        shown.append((f"nccl_{op}_by_size.png", partial(sizes_figure, op, calls, summary), why))
+        shown.append((op_file(op, "by_size"), partial(sizes_figure, op, calls, summary), why))
     return shown
 
 
@@ -315,7 +316,7 @@ def draw_all(
             skipped.append(f"not drawn: {name}: {why}")
             (out / name).unlink(missing_ok=True)
             continue
-        op_calls = [c for c in calls if name == f"nccl_{c.op}_by_size.png"]
+        op_calls = [c for c in calls if name == op_file(c.op, "by_size")]
         path = plots.draw(name, [shown, name, op_calls], partial(save, build, out / name))
         if path is not None:
             drawn.append(path)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import get_args
 
+from nsysgen.analyze.safe import cell
 from nsysgen.analyze.summary import (
     MEDIAN_FIELDS,
     SizeColumn,
@@ -90,5 +91,5 @@ def _csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(header)
         for row in rows:
-            writer.writerow(["" if v is None else v for v in row])
+            writer.writerow(["" if v is None else cell(v) for v in row])
     return path
