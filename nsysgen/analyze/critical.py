@@ -59,7 +59,6 @@ class StepPath:
     collective: int  # where the path leaves the collectives for a rank's own work
     late: dict[int, float] = field(default_factory=dict)  # late rank -> its lateness (ms)
     saving_ms: float = 0.0  # the step shorter by this with every late rank on time
-    alone_ms: dict[int, float] = field(default_factory=dict)  # with that rank alone on time
     slowed: dict[int, float] = field(default_factory=dict)  # waiting rank -> compute slowed
 
 
@@ -123,14 +122,9 @@ def walk(groups: list[list[Arrival]], floor_ns: int) -> StepPath:
     # they would have unslowed (their slowdown came from waiting for the late ones).
     ready = {a.rank: a.ready - (share[a.rank] if a.rank in late else slowed[a.rank]) for a in at}
     top = max(a.ready for a in at)
-    alone = {}
-    for rank in late:  # that rank alone on time: the others late as they were
-        rest = max(a.ready if a.rank in late else ready[a.rank] for a in at if a.rank != rank)
-        alone[rank] = _ms(max(0.0, top - max(rest, ready[rank])))
     return StepPath(
         k,
         {rank: _ms(value) for rank, value in share.items()},
         _ms(max(0.0, top - max(ready.values()))),
-        alone,
         {rank: _ms(value) for rank, value in slowed.items()},
     )

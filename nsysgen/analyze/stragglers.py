@@ -145,7 +145,6 @@ def _walk(
             path.collective,
             {**before.late, **path.late},
             max(before.saving_ms, path.saving_ms),
-            {**before.alone_ms, **path.alone_ms},
             {**before.slowed, **path.slowed},
         )
     )

@@ -200,7 +200,6 @@ class Numberer:
         stepping = self._stepping()
         logged = where_logged(stream, text, stepping, at, self.function)
         if logged_only and not (logged.before or logged.after):
-            self.reset = []
             return None
         base = f"{text} + {logged.offset}" if logged.offset else text
         added = f" (logged as {base})" if logged.offset else ""
