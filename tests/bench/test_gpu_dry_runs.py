@@ -44,7 +44,14 @@ STEPS38 = {
     "accelerate-loop": ("accelerate_loop.py", 10, 14),
     "gan-two-optimizers": ("gan_two_optimizers.py", 10, 14),
     "compiled-graphs": ("compiled_graphs.py", 20, 24),
+    "hf-resume-new": ("hf_resume.py", 25, 29),
+    "hf-resume-same": ("hf_resume.py", 25, 29),
+    "two-phase": ("two_phase.py", 25, 29),
+    "two-phase-source": ("two_phase.py", 25, 29),
+    "lightning-gan": ("lightning_gan.py", 10, 14),
+    "ignite-loop": ("ignite_loop.py", 10, 14),
 }
+TWO_A_STEP = {"gan-two-optimizers", "lightning-gan"}
 STEPS24 = [f"{name}-{how}" for how in ("hook", "patch") for name in ("nanogpt", "ddp", "fabric")]
 CORPUS = "tests/training_scripts/corpus"
 
@@ -140,11 +147,11 @@ def test_steps38_dry_run(tmp_path: Path) -> None:
 
     # Each job reached its program through job.sbatch, the stand-in srun, nsys-exec and nsys,
     # with nsysgen's helper first on PYTHONPATH and the proof's log where the checks read it.
-    profiles = {Path(p["argv"][-1]).name: p for p in run.profiles()}
-    assert sorted(profiles) == sorted(program for program, _, _ in STEPS38.values())
+    profiles = {Path(p["cwd"]).parents[2].name: p for p in run.profiles()}
+    assert sorted(profiles) == sorted(STEPS38)
     for setup, (program, first, _) in STEPS38.items():
         folder = run.root / "work" / setup / "bench" / "gpu" / "steps38"
-        profile = profiles[program]
+        profile = profiles[setup]
         assert profile["argv"][-2:] == ["python3", str(folder / program)]
         assert profile["cwd"] == str(folder)
         site = run.root / "generated" / setup / "nsysgen-site"
@@ -165,7 +172,7 @@ def test_steps38_dry_run(tmp_path: Path) -> None:
         assert result["steps"] == list(range(first, last + 1)), result
         # The framework's own numbers: each range holds its optimizer step(s), logged as N.
         for row in result["ranges"]:
-            per_step = 2 if setup == "gan-two-optimizers" else 1
+            per_step = 2 if setup in TWO_A_STEP else 1
             assert len(row["keys"]) == per_step, row
             assert row["logged"] == [[row["step"]]] * per_step, row
         assert result["ok"] is True, result

@@ -228,6 +228,7 @@ for phase, lr in enumerate((1e-3, 3e-4)):
         optimizer.step()
         optimizer.zero_grad()
         global_step += 1
+        print(f"phase {phase} step {global_step} loss {loss.item():.4f}")
         print("@@ log", global_step, flush=True)
 """
 
@@ -289,16 +290,16 @@ def test_a_new_optimizer_mid_run_keeps_the_window_and_the_numbering(
 ) -> None:
     """Twenty steps with one AdamW, twenty with a new one: the window 25..29 lies in the second
     phase and opens (it recorded nothing before: the two optimizers were taken for a cycle).
-    With the source, each range holds the step the script prints (its global_step); without,
-    the helper numbers by its own count, which the phases do not reset, and says so."""
+    Each range holds the step the script prints (its global_step, 1-based, printed after the
+    optimizer step): with the source, read from global_step; without, from the printed line."""
     env = window(25, 29, **(found(TWO_PHASES) if source_given else {}))
     result = run(tmp_path, TWO_PHASES, env, "hook")
     assert result.recorded == [f"step {n}" for n in range(25, 30)], result.stderr
-    if source_given:
-        assert not result.mismatched, result.mismatched
-    else:  # the print is 1-based, the helper's own count 0-based: one apart, said on stderr
-        assert result.mismatched == [f"step {n} logged as log {n + 1}" for n in range(25, 30)]
-        assert "numbered by nsysgen's count of training steps (from 0" in result.stderr
+    assert not result.mismatched, result.mismatched
+    printed = "the step number the program prints (after the optimizer step)"
+    assert f"steps are numbered by {printed}" in result.stderr, result.stderr
+    if source_given:  # the counter compile found gives the same numbers: nothing differs
+        assert "where the program prints" not in result.stderr
 
 
 @pytest.mark.parametrize("mode", ["hook", "patch"])

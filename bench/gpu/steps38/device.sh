@@ -62,6 +62,7 @@ wanted() { case " $SETUPS " in *" $1 "*) return 0 ;; esac; return 1; }
   python3 -c 'import transformers; print("transformers", transformers.__version__)'
   python3 -c 'import lightning; print("lightning", lightning.__version__)'
   python3 -c 'import accelerate; print("accelerate", accelerate.__version__)'
+  PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$dir/pylib python3 -c 'import ignite; print("ignite", ignite.__version__, ignite.__file__)'
   python3 -c 'from transformers import TrainerCallback as C; print("on_pre_optimizer_step", hasattr(C, "on_pre_optimizer_step"))'
   "$NSYS" --version
   echo "importer libraries not found: $(ldd "$QDSTRM_IMPORTER" 2>&1 | grep -c 'not found')"
@@ -69,9 +70,17 @@ wanted() { case " $SETUPS " in *" $1 "*) return 0 ;; esac; return 1; }
 cat "$res/env.txt"
 say "phase env: done"
 
-run_job() { # SETUP PROGRAM JOB_ID: its job.sbatch under the stand-in srun, from its program's folder
-  local setup=$1 program=$2 id=$3 out=$res/$1 t0=$SECONDS status=0 limit
+run_job() { # SETUP PROGRAM JOB_ID PRE: its job.sbatch under the stand-in srun, from its program's
+  # folder; PRE ("-": none): the arguments of a plain run of the program first (no nsys, no
+  # nsysgen: a run before the profiled one, as a checkpoint's first run)
+  local setup=$1 program=$2 id=$3 pre=$4 out=$res/$1 t0=$SECONDS status=0 limit
   mkdir -p "$out/logs" "$out/framework"
+  if [ "$pre" != - ]; then
+    (cd "$root/work/$setup/$rel" && PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$dir/pylib \
+      PROOF_LOG=$out/proof-pre.jsonl PROOF_OUT=$out/framework \
+      timeout -k 10 "$JOB_TIMEOUT_S" python3 "$program" "$pre") > "$out/logs/pre.out" 2>&1 ||
+      say "$setup: the run before the job exited $?"
+  fi
   limit=$(left)
   [ "$limit" -gt "$JOB_TIMEOUT_S" ] && limit=$JOB_TIMEOUT_S
   if [ "$limit" -lt 30 ]; then
@@ -83,6 +92,7 @@ run_job() { # SETUP PROGRAM JOB_ID: its job.sbatch under the stand-in srun, from
   # Its own MASTER_PORT (the stand-in srun passes it on): the Hugging Face libraries start a
   # process group of one under Slurm's rank variables, and the jobs run side by side.
   (cd "$root/work/$setup/$rel" &&
+    PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$dir/pylib \
     MASTER_PORT=$((29600 + id % 100)) PROOF_LOG=$out/proof.jsonl PROOF_OUT=$out/framework \
     NSYSGEN_DIR=$root/generated/$setup NSYSGEN_LOG_DIR=$out/logs SLURM_JOB_ID=$id \
     SLURM_JOB_NUM_NODES=1 SLURM_JOB_NODELIST=gpunode1 SLURM_NTASKS_PER_NODE=1 \
@@ -125,14 +135,14 @@ check_setup() { # SETUP PER_STEP FIRST LAST: verify (it exports), then check.py 
 }
 
 id=3800
-while read -r name program _first _last _per_step _source; do
+while read -r name program _first _last _per_step _source pre; do
   id=$((id + 1))
-  wanted "$name" && run_job "$name" "$program" "$id" < /dev/null &
+  wanted "$name" && run_job "$name" "$program" "$id" "$pre" < /dev/null &
 done < "$dir/setups.txt"
 wait
 say "phase jobs: done"
 pack
-while read -r name _program first last per_step _source; do
+while read -r name _program first last per_step _source _pre; do
   wanted "$name" && check_setup "$name" "$per_step" "$first" "$last" < /dev/null &
 done < "$dir/setups.txt"
 wait

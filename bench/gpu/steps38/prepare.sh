@@ -15,6 +15,15 @@
 #   gan-two-optimizers  gan_two_optimizers.py: D then G each iteration, 10..14, no source (two
 #                       optimizer steps a training step, learned at run time)
 #   compiled-graphs     compiled_graphs.py: torch.compile(mode="reduce-overhead"), eager AdamW, 20..24
+# and issue 47's shapes (windows inside the second half of the run):
+#   hf-resume-new       hf_resume.py: a Trainer resumed from checkpoint-20 to 40 in a new process
+#                       (device.sh runs the first 20 steps before the job, outside nsys), 25..29
+#   hf-resume-same      hf_resume.py: both runs in the job's process (a second Trainer), 25..29
+#   two-phase           two_phase.py: a new AdamW after 20 steps, no source, 25..29
+#   two-phase-source    two_phase.py with workload.python.source (nsysgen reads global_step)
+#   lightning-gan       lightning_gan.py: manual optimization, 2 optimizers a batch, 10..14
+#   ignite-loop         ignite_loop.py: an Ignite Engine, state.iteration, 10..14 (Ignite, pure
+#                       Python, travels in pylib/ for a device without it)
 # Environment (for the CPU dry run, tests/bench/test_gpu_dry_runs.py; the device needs neither):
 #   STEPS38_ROOT (/tmp/nsysgen-steps38): the device's "shared filesystem", compiled into the jobs
 #   STEPS38_NSIGHT_ROOT (/opt/nvidia/nsight-compute/2025.3.1/host): the nsys bundle's host folder
@@ -33,17 +42,25 @@ nsysgen=nsysgen
 command -v nsysgen > /dev/null || nsysgen=$PWD/.venv/bin/nsysgen   # not activated: the project's venv
 
 # setup, program, first step, last step, optimizer steps a training step (what check.py expects),
-# whether nsysgen reads the program (workload.python.source)
-setups="hf-trainer hf_trainer.py 10 14 1 no
-lightning-trainer lightning_trainer.py 10 14 1 no
-accelerate-loop accelerate_loop.py 10 14 1 yes
-gan-two-optimizers gan_two_optimizers.py 10 14 2 no
-compiled-graphs compiled_graphs.py 20 24 1 no"
+# whether nsysgen reads the program (workload.python.source), the arguments of a plain run of the
+# program before its job (device.sh; "-": none)
+setups="hf-trainer hf_trainer.py 10 14 1 no -
+lightning-trainer lightning_trainer.py 10 14 1 no -
+accelerate-loop accelerate_loop.py 10 14 1 yes -
+gan-two-optimizers gan_two_optimizers.py 10 14 2 no -
+compiled-graphs compiled_graphs.py 20 24 1 no -
+hf-resume-new hf_resume.py 25 29 1 no --phase=first
+hf-resume-same hf_resume.py 25 29 1 no -
+two-phase two_phase.py 25 29 1 no -
+two-phase-source two_phase.py 25 29 1 yes -
+lightning-gan lightning_gan.py 10 14 2 no -
+ignite-loop ignite_loop.py 10 14 1 no -"
 echo "$setups" > "$out/setups.txt"
-while read -r name program first last _per_step source; do
+while read -r name program first last _per_step source _pre; do
   work=$out/work/$name/$rel
   mkdir -p "$work"
   cp "$here/$program" "$here/proof.py" "$work/"
+  case "$program" in hf_resume.py) cp "$here/hf_trainer.py" "$work/" ;; esac  # its Trainer parts
   args=()
   [ "$source" = yes ] && args+=("workload.python.source=$rel/$program")
   # nsysgen's own summary (method, how it numbers the steps) goes into NAME.txt for the results.
@@ -66,5 +83,10 @@ printf 'root=%q\nNSYS_HOST=%q\n' "$root" "$nsight_root" > "$out/settings.sh"
 (cd "$out/debs" && apt-get download -qq libdw1 libelf1 2>/dev/null)
 ls "$out"/debs/libdw1_*.deb "$out"/debs/libelf1_*.deb > /dev/null
 cp -r bench/gpu/shim "$out/"
+# Ignite for ignite-loop: pure Python, copied from this Python's (device.sh puts it last on the
+# jobs' PYTHONPATH, so an Ignite the device has wins).
+mkdir -p "$out/pylib"
+ignite=$(python3 -c 'import ignite, os; print(os.path.dirname(ignite.__file__))')
+cp -r "$ignite" "$out/pylib/" && find "$out/pylib" -name __pycache__ -prune -exec rm -rf {} +
 cp bench/gpu/nsys-env.sh "$here/device.sh" "$here/check.py" "$here/summarize.py" "$out/"
 du -sh "$out"

@@ -43,7 +43,7 @@ def _int(text: str | None) -> int | None:
 
 
 def setup(results: Path, fields: list[str]) -> dict[str, Any]:
-    name, program, first, last, per_step, source = fields
+    name, program, first, last, per_step, source = fields[:6]
     folder = results / name
     job = _json(folder / "job.json") or {}
     said: list[str] = []
@@ -99,14 +99,14 @@ def main(argv: list[str]) -> int:
     versions = {}
     for line in env:
         words = line.split()
-        if words and words[0] in ("torch", "transformers", "lightning", "accelerate"):
+        if words and words[0] in ("torch", "transformers", "lightning", "accelerate", "ignite"):
             versions[words[0]] = " ".join(words[1:])
         elif line.startswith("NVIDIA Nsight Systems version"):
             versions["nsys"] = line.split()[-1]
     setups = {}
     for line in setups_txt.read_text(encoding="utf-8").splitlines():
         fields = line.split()
-        if len(fields) == 6:
+        if len(fields) >= 6:
             setups[fields[0]] = setup(results, fields)
     summary = {
         "env": env,

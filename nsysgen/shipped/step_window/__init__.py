@@ -20,10 +20,12 @@ at every optimizer step, each counter it may number by: the number given to `ope
 of a patched loop, NSYSGEN_PROFILE_STEP_EXPR evaluated in the function NSYSGEN_PROFILE_STEP_SCOPE
 (what nsysgen found in the script), and the step counter of a library that owns the loop (found
 on the stack: the Hugging Face Trainer, Lightning's Trainer, a DeepSpeed engine, an Ignite
-Engine). A counter numbers the steps only if it advanced by exactly one from each training step
-to the next before the window; the first that did wins, else the helper counts steps itself
-(from the optimizer's own step count, which survives a resume, else from 0) and says why on
-stderr.
+Engine), and the step number the program prints or logs (its print() and logging lines). A
+counter numbers the steps only if it advanced by exactly one from each training step to the
+next before the window; the printed number wins where it did (the others' differing numbers
+said), else the first that did, else the helper counts steps itself (from the optimizer's own
+step count, which survives a resume, else from 0) and says why on stderr (and in the file
+NSYSGEN_HELPER_LOG names, for verify).
 
 How many optimizer steps make one training step (a GAN steps two optimizers) is learned before
 the window from the order in which distinct optimizers step (the shortest cycle seen twice), or
@@ -63,6 +65,7 @@ PARTS = (
     "names",
     "libraries",
     "counters",
+    "printed",
     "numbering",
     "probes",
     "state",

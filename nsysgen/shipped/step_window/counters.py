@@ -16,6 +16,7 @@ class Counter:
 
     name = ""
     broken = ""  # why it can never be read again (an expression that raised)
+    late = False  # may be unreadable at first without fault (the number the program prints)
 
     def read(self, frame: FrameType | None) -> int | None:
         raise NotImplementedError

@@ -53,6 +53,7 @@ class OptimizerHooks(WindowSteps):
         for scaler in (getattr(amp, "GradScaler", None), getattr(cuda_amp, "GradScaler", None)):
             if scaler is not None and "step" in vars(scaler):
                 scaler.step = self._scaler_step(scaler.step)
+        self.printed.install(torch)
         import atexit
 
         atexit.register(self._at_exit)
@@ -120,6 +121,7 @@ class OptimizerHooks(WindowSteps):
         if self.depth or not self.active or self.done:
             return
         index = self.optimizers.setdefault(id(optimizer), len(self.optimizers))
+        self.printed.stepped()
         if self.recording:
             self._mark(optimizer, index, skipped)
         if not self.locked:

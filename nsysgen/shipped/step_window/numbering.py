@@ -4,7 +4,7 @@ counts steps."""
 from __future__ import annotations
 
 from nsysgen.shipped.step_window.counters import Counter, HintCounter, LibraryCounter
-from nsysgen.shipped.step_window.names import LEARN_LIMIT
+from nsysgen.shipped.step_window.names import LATE_READS, LEARN_LIMIT
 
 
 def period(order: list[int]) -> int | None:
@@ -43,6 +43,7 @@ class Numbering:
         self.base: int | None = None  # the optimizer's own step count at the first step
         self.failed = ["" for _ in counters]  # per counter: why it does not count steps
         self.last: list[int | None] = [None for _ in counters]  # each at the last step ended
+        self.reads = [0 for _ in counters]  # per counter: training steps it was read at
         self.checked = 0  # step-to-step advances checked
 
     def add(self, optimizer: int, readings: tuple[int | None, ...]) -> bool:
@@ -122,6 +123,7 @@ class Numbering:
         """The cycle changed: judge every step of the latest phase again."""
         self.failed = ["" for _ in self.counters]
         self.last = [None for _ in self.counters]
+        self.reads = [0 for _ in self.counters]
         begun, self.steps = self.phase
         self.checked = 0
         per_step = self.per_step
@@ -141,6 +143,8 @@ class Numbering:
                 continue
             values = {reading[index] for reading in group}
             value, last = group[0][index], self.last[index]
+            if values == {None} and last is None and counter.late:
+                continue  # nothing read from it yet (the program's first printed step number)
             if counter.broken:
                 self.failed[index] = counter.broken
             elif value is None or None in values:
@@ -157,11 +161,22 @@ class Numbering:
                     "next (a step counter advances by exactly 1)"
                 )
             self.last[index] = value
+            self.reads[index] += 1
         self.checked = step
 
     def chosen(self) -> int | None:
-        """The counter that numbers the steps (its index), None: the helper's own count."""
-        return next((i for i, failed in enumerate(self.failed) if not failed), None)
+        """The counter that numbers the steps (its index), None: the helper's own count. The
+        number the program prints wins where it counted every step; the others in order."""
+        # A late counter read at fewer than LATE_READS steps is not judged yet (a line every
+        # few steps reads the same number twice only later).
+        late = [i for i in self.valid() if self.counters[i].late and self.reads[i] >= LATE_READS]
+        valid = [i for i in self.valid() if not self.counters[i].late]
+        ranked = late or valid
+        return ranked[0] if ranked else None
+
+    def valid(self) -> list[int]:
+        """The counters that counted every training step so far (the late ones: since read)."""
+        return [i for i, failed in enumerate(self.failed) if not failed]
 
     def number_of_last(self) -> int:
         """The number of the training step that ended last."""
@@ -175,15 +190,18 @@ class Numbering:
         reached it, waits for the next step to be checked (a micro-batch counter does so)."""
         if number < first:
             return False
-        unchecked = self.chosen() is not None and self.steps < 2
+        index = self.chosen()
+        unchecked = index is not None and self.reads[index] < 2
         return not unchecked or (self.base or 0) + self.steps >= first
 
     def fallback_reason(self) -> str:
         """Why the counter nsysgen expected does not number the steps ("": none expected)."""
         for index, counter in enumerate(self.counters):
             failed = self.failed[index]
-            absent = (isinstance(counter, LibraryCounter) and counter.library is None) or (
-                isinstance(counter, HintCounter) and not counter.given
+            absent = (
+                (isinstance(counter, LibraryCounter) and counter.library is None)
+                or (isinstance(counter, HintCounter) and not counter.given)
+                or counter.late  # a program that prints no step number every step: not expected
             )
             if failed and not absent:
                 return failed

@@ -8,6 +8,7 @@ import sys
 from nsysgen.shipped.step_window.counters import Counter, ExprCounter, HintCounter, LibraryCounter
 from nsysgen.shipped.step_window.names import (
     FIRST_STEP,
+    HELPER_LOG,
     LAST_STEP,
     OPTIMIZER_STEPS,
     RANKS,
@@ -15,6 +16,7 @@ from nsysgen.shipped.step_window.names import (
     STEP_SCOPE,
 )
 from nsysgen.shipped.step_window.numbering import Numbering
+from nsysgen.shipped.step_window.printed import PrintedCounter
 from nsysgen.shipped.step_window.probes import _number, _torch
 
 TYPE_CHECKING = False  # typing is not imported at run time: this file loads in every process
@@ -56,6 +58,7 @@ class WindowState:
         self.optimizers: dict[int, int] = {}
         self.attached: list[Any] = []  # library trainers given a step callback (once each)
         self.first = self.last_step = 0
+        self.log = env.get(HELPER_LOG, "")
         valid = first.isdigit() and last.isdigit() and (not per_step or per_step.isdigit())
         if not valid or per_step == "0" or (per_step and not int(per_step)):
             return
@@ -74,6 +77,8 @@ class WindowState:
         if expr:
             counters.append(ExprCounter(expr, scope))
         counters.append(LibraryCounter())
+        self.printed = PrintedCounter()
+        counters.append(self.printed)
         self.numbering = Numbering(counters, int(per_step) if per_step else None)
 
     def _say(self, key: str, text: str) -> None:
@@ -81,15 +86,28 @@ class WindowState:
             return
         self.said.add(key)
         # contextlib.suppress would import modules into every process: try/except imports none.
+        line = f"nsysgen: {text}"
         try:  # noqa: SIM105
-            print(f"nsysgen: {text}", file=sys.stderr, flush=True)
-        except (OSError, ValueError):
+            sys.stderr.write(line + "\n")  # not print(): the helper reads the program's prints
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):
             pass  # no stderr (closed, a broken pipe): the message is lost, not the run
+        if self.log:
+            try:  # noqa: SIM105
+                with open(self.log, "a", encoding="utf-8") as file:  # noqa: PTH123
+                    file.write(f"{os.getpid()} {line}\n")
+            except OSError:
+                pass  # a folder that is gone: stderr has it
+
+    def _stop_reading(self) -> None:
+        """The window is done: the program's lines are no longer read."""
+        self.done = True
+        self.printed.stop()
 
     def _refuse(self, reason: str) -> None:
         self._say("refused", reason)
         self.active = False
-        self.done = True
+        self._stop_reading()
         torch = _torch()
         self.step = None
         if self.pushed:  # popped while the capture still records, so that the range ends

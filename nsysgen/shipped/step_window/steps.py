@@ -50,7 +50,7 @@ class WindowSteps(WindowState):
                 else f"not checked: only one training step came before step {following}"
             )
             self._say("numbering", f"steps are numbered by {counter} ({checked})")
-            self.source = f"counter={counter}"
+            self.source = f"counter={counter}{self._differing(index)}"
             return
         own = (
             "the optimizer's own step count (read at the first step, then counted)"
@@ -70,6 +70,21 @@ class WindowSteps(WindowState):
             self._say("numbering", f"steps are numbered by {own}")
             self.source = f"count={own}"
 
+    def _differing(self, index: int) -> str:
+        """Where the number the program prints wins over another counter that counted every
+        step but gives another number: said, and kept in the numbering mark for verify."""
+        numbering = self.numbering
+        if not numbering.counters[index].late:
+            return ""
+        ours = numbering.last[index]
+        for other in numbering.valid():
+            value, counter = numbering.last[other], numbering.counters[other]
+            if other != index and value is not None and value != ours:
+                text = f"{counter.name} gives {value} where the program prints {ours}"
+                self._say("differ", f"{text}: steps are numbered as the program prints them")
+                return f"; {text}"
+        return ""
+
     def _begin(self, step: int) -> None:
         torch = _torch()
         if step > self.last_step:
@@ -78,7 +93,7 @@ class WindowSteps(WindowState):
                 f"the first step seen here is {step}, past the window "
                 f"{self.first}..{self.last_step}: nothing is recorded",
             )
-            self.done = True
+            self._stop_reading()
             return
         if not self.recording and self.first <= step:
             torch.cuda.synchronize()
@@ -109,7 +124,7 @@ class WindowSteps(WindowState):
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
             self.recording = False
-            self.done = True
+            self._stop_reading()
             return
         following = (number if number is not None else self.first) + 1
         if self.patched:

@@ -86,7 +86,43 @@ def _salvage(
     return target
 
 
+HELPER_LOG = "helper.log"  # what the step helper said, in the task's folder (nsys-exec)
+HELPER_LINES = 6  # the most of it given
+
+
+def helper_said(report_dir: Path, entry: dict[str, Any]) -> list[str]:
+    """What the step helper of the entry's task said (each line once, in order): the helper's
+    own reason where its window is not as asked."""
+    said: list[str] = []
+    for state in _state_dirs(report_dir, entry):
+        try:
+            lines = (state / HELPER_LOG).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in lines.splitlines():
+            _, _, text = line.partition(" nsysgen: ")
+            if text and f"the step helper said: {text}" not in said:
+                said.append(f"the step helper said: {text}")
+    return said[:HELPER_LINES]
+
+
 def check_one(
+    expect: Expect,
+    entry: dict[str, Any],
+    mine: list[Path],
+    report_dir: Path,
+    job_id: str | None,
+    node_name: str | None,
+    tools: Tools,
+    presence_only: bool,
+) -> Finding:
+    finding = _check_one(expect, entry, mine, report_dir, job_id, node_name, tools, presence_only)
+    if finding.problems:
+        finding.causes += helper_said(report_dir, entry)
+    return finding
+
+
+def _check_one(
     expect: Expect,
     entry: dict[str, Any],
     mine: list[Path],

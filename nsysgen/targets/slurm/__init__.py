@@ -60,6 +60,8 @@ def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
             "site_dir": SITE_DIR if program(plan).site else None,
+            # The step helper writes what it says beside nsys's temp files (verify reads it).
+            "helper_log": config.capture.mode == "steps",
             # A job script of the user's own starts it: the srun's shape is checked.
             "shape": (
                 (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +25,9 @@ from torch import optim as optim
 
 
 def _event(*words: object) -> None:
-    print("@@", *words, flush=True)
+    # Written, not printed: the step helper reads the program's print() lines for step numbers.
+    sys.stdout.write(" ".join(["@@", *map(str, words)]) + "\n")
+    sys.stdout.flush()
     folder = os.environ.get("STANDIN_EVENTS")
     if folder:  # one file per rank (a launcher's worker, a Slurm task, or a process)
         rank = os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or str(os.getpid())
@@ -48,14 +51,7 @@ class _Loss:
         self.module = module
 
     def backward(self) -> None:
-        _event("backward")
-        _graph_task[0] = 1
-        try:
-            for param in self.module.params if self.module is not None else ():
-                for hook in param.hooks:
-                    hook(param)
-        finally:
-            _graph_task[0] = -1
+        autograd.backward(self)  # as torch's Tensor.backward: through torch.autograd.backward
 
     def item(self) -> float:
         return 0.0
@@ -65,6 +61,20 @@ class _Loss:
 
     def __add__(self, other: object) -> _Loss:
         return self
+
+
+def _backward(loss: _Loss) -> None:
+    _event("backward")
+    _graph_task[0] = 1
+    try:
+        for param in loss.module.params if loss.module is not None else ():
+            for hook in param.hooks:
+                hook(param)
+    finally:
+        _graph_task[0] = -1
+
+
+autograd = SimpleNamespace(backward=_backward)
 
 
 class _Module:

@@ -22,10 +22,12 @@ at every optimizer step, each counter it may number by: the number given to `ope
 of a patched loop, NSYSGEN_PROFILE_STEP_EXPR evaluated in the function NSYSGEN_PROFILE_STEP_SCOPE
 (what nsysgen found in the script), and the step counter of a library that owns the loop (found
 on the stack: the Hugging Face Trainer, Lightning's Trainer, a DeepSpeed engine, an Ignite
-Engine). A counter numbers the steps only if it advanced by exactly one from each training step
-to the next before the window; the first that did wins, else the helper counts steps itself
-(from the optimizer's own step count, which survives a resume, else from 0) and says why on
-stderr.
+Engine), and the step number the program prints or logs (its print() and logging lines). A
+counter numbers the steps only if it advanced by exactly one from each training step to the
+next before the window; the printed number wins where it did (the others' differing numbers
+said), else the first that did, else the helper counts steps itself (from the optimizer's own
+step count, which survives a resume, else from 0) and says why on stderr (and in the file
+NSYSGEN_HELPER_LOG names, for verify).
 
 How many optimizer steps make one training step (a GAN steps two optimizers) is learned before
 the window from the order in which distinct optimizers step (the shortest cycle seen twice), or
@@ -49,12 +51,18 @@ RANKS = "NSYSGEN_PROFILE_RANKS"
 OPTIMIZER_STEPS = "NSYSGEN_PROFILE_OPTIMIZER_STEPS"
 STEP_EXPR = "NSYSGEN_PROFILE_STEP_EXPR"
 STEP_SCOPE = "NSYSGEN_PROFILE_STEP_SCOPE"
-VARIABLES = (FIRST_STEP, LAST_STEP, RANKS, OPTIMIZER_STEPS, STEP_EXPR, STEP_SCOPE)
+# A file the helper also writes what it says to (nsys-exec sets it in the task's own folder under
+# the run's .nsysgen/): verify gives the helper's own reason where the window did not record.
+HELPER_LOG = "NSYSGEN_HELPER_LOG"
+VARIABLES = (FIRST_STEP, LAST_STEP, RANKS, OPTIMIZER_STEPS, STEP_EXPR, STEP_SCOPE, HELPER_LOG)
 OPTIMIZER_MARK = "nsysgen optimizer step"
 NUMBERING_MARK = "nsysgen numbering"
 HINT_COUNTER = "the number given to window.open() at the top of the patched loop"
 # Optimizer steps seen before the order of several optimizers must have shown its cycle twice.
 LEARN_LIMIT = 64
+# Training steps the number the program prints must have been read at (two advances checked)
+# before it numbers the steps.
+LATE_READS = 3
 
 
 class Library:
@@ -115,6 +123,7 @@ class Counter:
 
     name = ""
     broken = ""  # why it can never be read again (an expression that raised)
+    late = False  # may be unreadable at first without fault (the number the program prints)
 
     def read(self, frame: FrameType | None) -> int | None:
         raise NotImplementedError
@@ -184,6 +193,120 @@ class LibraryCounter(Counter):
             return None
 
 
+# A step number in a log line: after "step", "global_step", "iter" or "iteration" (any case;
+# not "steps" or "step_time"), with at most three of " :=#[" between ("step 12", "Step [12/100]",
+# "iter: 12", "global_step=12"). The first in the line is read.
+PATTERN = r"(?i)(?<![\w.])(?:global[_ ]?step|step|iter(?:ation)?)(?!\w)[\s:=#\[]{0,3}(\d+)"
+
+
+class PrintedCounter(Counter):
+    """The last step number the program's lines gave, as the number of the step about to run.
+
+    A line printed between two optimizer steps names either the step that just ran (printed
+    after its optimizer step: `opt.step(); step += 1; print(step)`) or the one about to run
+    (printed before its optimizer step, once its loss is known). Which, is decided once, from
+    the first line read: printed before any optimizer step, or after a backward pass began
+    since the last one, it names the step to come; else the step that ran. (A line printed at
+    the top of an iteration, before its forward pass, is taken for the step that ran.)"""
+
+    late = True  # read only once the program has printed a number: no reading before is a fault
+
+    def __init__(self) -> None:
+        self.name = "the step number the program prints"
+        self.value: int | None = None  # the number of the last line read
+        self.ahead: bool | None = None  # its line named the step to come (None: none read yet)
+        self.stepped_once = False  # an optimizer step ended
+        self.backward = False  # a backward pass began since the last optimizer step ended
+        self.shift: int | None = None  # 1: a line names the step that ran; 0: the step to come
+        self.listening = False
+        self.unhook: list[Callable[[], None]] = []
+
+    def read(self, frame: object) -> int | None:
+        if self.value is None:
+            return None
+        if self.shift is None:
+            self.shift = 0 if self.ahead else 1
+            placed = "before" if self.ahead else "after"
+            self.name = f"the step number the program prints ({placed} the optimizer step)"
+        return self.value + self.shift
+
+    def stepped(self) -> None:
+        self.stepped_once, self.backward = True, False
+
+    def heard(self, text: str) -> None:
+        import re
+
+        found = re.search(PATTERN, text)
+        if found is not None:
+            self.value = int(found.group(1))
+            if self.ahead is None:
+                self.ahead = self.backward or not self.stepped_once
+
+    def install(self, torch: Any) -> None:
+        """Hook print(), the logging module's handlers and torch.autograd.backward (the one
+        Tensor.backward calls), once torch is imported. Each is put back at stop() only where
+        nothing wrapped it since (another wrapper's would be undone)."""
+        import builtins
+        import logging
+
+        self.listening = True
+        counter = self
+        self._wrap(builtins, "print", lambda args: counter._safely(lambda: _joined(args)))
+        self._wrap(logging.Handler, "handle", lambda args: counter._safely(lambda: _record(args)))
+        self._wrap(getattr(torch, "autograd", None), "backward", lambda args: counter._backward())
+
+    def _backward(self) -> None:
+        self.backward = True
+
+    def _wrap(self, owner: Any, name: str, after: Callable[[tuple[Any, ...]], None]) -> None:
+        """owner.name calls `after` with its arguments once it returned (while listening)."""
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        counter = self
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if counter.listening:
+                after(args)
+            return result
+
+        setattr(owner, name, wrapper)
+
+        def restore() -> None:
+            if getattr(owner, name, None) is wrapper:
+                setattr(owner, name, original)
+
+        self.unhook.append(restore)
+
+    def _safely(self, text: Callable[[], str]) -> None:
+        # contextlib.suppress would import a module into every process: try/except imports none.
+        try:  # noqa: SIM105
+            self.heard(text())
+        except Exception:  # noqa: BLE001, S110 - a line the helper cannot read is not read
+            pass
+
+    def stop(self) -> None:
+        """The window is done: no more reading of the program's lines."""
+        self.listening = False
+        for restore in self.unhook:
+            restore()
+        self.unhook.clear()
+
+
+def _joined(args: tuple[Any, ...]) -> str:
+    return " ".join(str(a) for a in args)
+
+
+def _record(args: tuple[Any, ...]) -> str:
+    """A record's message, read once: a record goes through every handler of its logger."""
+    record = args[1]
+    if getattr(record, "_nsysgen_read", False):
+        return ""
+    record._nsysgen_read = True
+    return str(record.getMessage())
+
+
 def period(order: list[int]) -> int | None:
     """The shortest cycle of the optimizers' order, seen at least twice (None: not yet)."""
     distinct = len(set(order))
@@ -220,6 +343,7 @@ class Numbering:
         self.base: int | None = None  # the optimizer's own step count at the first step
         self.failed = ["" for _ in counters]  # per counter: why it does not count steps
         self.last: list[int | None] = [None for _ in counters]  # each at the last step ended
+        self.reads = [0 for _ in counters]  # per counter: training steps it was read at
         self.checked = 0  # step-to-step advances checked
 
     def add(self, optimizer: int, readings: tuple[int | None, ...]) -> bool:
@@ -299,6 +423,7 @@ class Numbering:
         """The cycle changed: judge every step of the latest phase again."""
         self.failed = ["" for _ in self.counters]
         self.last = [None for _ in self.counters]
+        self.reads = [0 for _ in self.counters]
         begun, self.steps = self.phase
         self.checked = 0
         per_step = self.per_step
@@ -318,6 +443,8 @@ class Numbering:
                 continue
             values = {reading[index] for reading in group}
             value, last = group[0][index], self.last[index]
+            if values == {None} and last is None and counter.late:
+                continue  # nothing read from it yet (the program's first printed step number)
             if counter.broken:
                 self.failed[index] = counter.broken
             elif value is None or None in values:
@@ -334,11 +461,22 @@ class Numbering:
                     "next (a step counter advances by exactly 1)"
                 )
             self.last[index] = value
+            self.reads[index] += 1
         self.checked = step
 
     def chosen(self) -> int | None:
-        """The counter that numbers the steps (its index), None: the helper's own count."""
-        return next((i for i, failed in enumerate(self.failed) if not failed), None)
+        """The counter that numbers the steps (its index), None: the helper's own count. The
+        number the program prints wins where it counted every step; the others in order."""
+        # A late counter read at fewer than LATE_READS steps is not judged yet (a line every
+        # few steps reads the same number twice only later).
+        late = [i for i in self.valid() if self.counters[i].late and self.reads[i] >= LATE_READS]
+        valid = [i for i in self.valid() if not self.counters[i].late]
+        ranked = late or valid
+        return ranked[0] if ranked else None
+
+    def valid(self) -> list[int]:
+        """The counters that counted every training step so far (the late ones: since read)."""
+        return [i for i, failed in enumerate(self.failed) if not failed]
 
     def number_of_last(self) -> int:
         """The number of the training step that ended last."""
@@ -352,15 +490,18 @@ class Numbering:
         reached it, waits for the next step to be checked (a micro-batch counter does so)."""
         if number < first:
             return False
-        unchecked = self.chosen() is not None and self.steps < 2
+        index = self.chosen()
+        unchecked = index is not None and self.reads[index] < 2
         return not unchecked or (self.base or 0) + self.steps >= first
 
     def fallback_reason(self) -> str:
         """Why the counter nsysgen expected does not number the steps ("": none expected)."""
         for index, counter in enumerate(self.counters):
             failed = self.failed[index]
-            absent = (isinstance(counter, LibraryCounter) and counter.library is None) or (
-                isinstance(counter, HintCounter) and not counter.given
+            absent = (
+                (isinstance(counter, LibraryCounter) and counter.library is None)
+                or (isinstance(counter, HintCounter) and not counter.given)
+                or counter.late  # a program that prints no step number every step: not expected
             )
             if failed and not absent:
                 return failed
@@ -453,6 +594,7 @@ class WindowState:
         self.optimizers: dict[int, int] = {}
         self.attached: list[Any] = []  # library trainers given a step callback (once each)
         self.first = self.last_step = 0
+        self.log = env.get(HELPER_LOG, "")
         valid = first.isdigit() and last.isdigit() and (not per_step or per_step.isdigit())
         if not valid or per_step == "0" or (per_step and not int(per_step)):
             return
@@ -471,6 +613,8 @@ class WindowState:
         if expr:
             counters.append(ExprCounter(expr, scope))
         counters.append(LibraryCounter())
+        self.printed = PrintedCounter()
+        counters.append(self.printed)
         self.numbering = Numbering(counters, int(per_step) if per_step else None)
 
     def _say(self, key: str, text: str) -> None:
@@ -478,15 +622,28 @@ class WindowState:
             return
         self.said.add(key)
         # contextlib.suppress would import modules into every process: try/except imports none.
+        line = f"nsysgen: {text}"
         try:  # noqa: SIM105
-            print(f"nsysgen: {text}", file=sys.stderr, flush=True)
-        except (OSError, ValueError):
+            sys.stderr.write(line + "\n")  # not print(): the helper reads the program's prints
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):
             pass  # no stderr (closed, a broken pipe): the message is lost, not the run
+        if self.log:
+            try:  # noqa: SIM105
+                with open(self.log, "a", encoding="utf-8") as file:  # noqa: PTH123
+                    file.write(f"{os.getpid()} {line}\n")
+            except OSError:
+                pass  # a folder that is gone: stderr has it
+
+    def _stop_reading(self) -> None:
+        """The window is done: the program's lines are no longer read."""
+        self.done = True
+        self.printed.stop()
 
     def _refuse(self, reason: str) -> None:
         self._say("refused", reason)
         self.active = False
-        self.done = True
+        self._stop_reading()
         torch = _torch()
         self.step = None
         if self.pushed:  # popped while the capture still records, so that the range ends
@@ -548,7 +705,7 @@ class WindowSteps(WindowState):
                 else f"not checked: only one training step came before step {following}"
             )
             self._say("numbering", f"steps are numbered by {counter} ({checked})")
-            self.source = f"counter={counter}"
+            self.source = f"counter={counter}{self._differing(index)}"
             return
         own = (
             "the optimizer's own step count (read at the first step, then counted)"
@@ -568,6 +725,21 @@ class WindowSteps(WindowState):
             self._say("numbering", f"steps are numbered by {own}")
             self.source = f"count={own}"
 
+    def _differing(self, index: int) -> str:
+        """Where the number the program prints wins over another counter that counted every
+        step but gives another number: said, and kept in the numbering mark for verify."""
+        numbering = self.numbering
+        if not numbering.counters[index].late:
+            return ""
+        ours = numbering.last[index]
+        for other in numbering.valid():
+            value, counter = numbering.last[other], numbering.counters[other]
+            if other != index and value is not None and value != ours:
+                text = f"{counter.name} gives {value} where the program prints {ours}"
+                self._say("differ", f"{text}: steps are numbered as the program prints them")
+                return f"; {text}"
+        return ""
+
     def _begin(self, step: int) -> None:
         torch = _torch()
         if step > self.last_step:
@@ -576,7 +748,7 @@ class WindowSteps(WindowState):
                 f"the first step seen here is {step}, past the window "
                 f"{self.first}..{self.last_step}: nothing is recorded",
             )
-            self.done = True
+            self._stop_reading()
             return
         if not self.recording and self.first <= step:
             torch.cuda.synchronize()
@@ -607,7 +779,7 @@ class WindowSteps(WindowState):
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
             self.recording = False
-            self.done = True
+            self._stop_reading()
             return
         following = (number if number is not None else self.first) + 1
         if self.patched:
@@ -692,6 +864,7 @@ class OptimizerHooks(WindowSteps):
         for scaler in (getattr(amp, "GradScaler", None), getattr(cuda_amp, "GradScaler", None)):
             if scaler is not None and "step" in vars(scaler):
                 scaler.step = self._scaler_step(scaler.step)
+        self.printed.install(torch)
         import atexit
 
         atexit.register(self._at_exit)
@@ -759,6 +932,7 @@ class OptimizerHooks(WindowSteps):
         if self.depth or not self.active or self.done:
             return
         index = self.optimizers.setdefault(id(optimizer), len(self.optimizers))
+        self.printed.stepped()
         if self.recording:
             self._mark(optimizer, index, skipped)
         if not self.locked:
