@@ -31,8 +31,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import synth_ddp  # noqa: E402  (bench/synth_ddp.py)
 
+from nsysgen.analyze.ranks import assign_ranks  # noqa: E402
 from nsysgen.analyze.report import read_export  # noqa: E402
-from nsysgen.analyze.steps import RankTables, assign_ranks, window_edges  # noqa: E402
+from nsysgen.analyze.steps import RankTables, window_edges  # noqa: E402
 from nsysgen.analyze.stragglers import Thresholds, measure  # noqa: E402
 
 STEPS17 = HERE.parent / "tests" / "data" / "gpu" / "steps17"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from nsysgen.analyze import html_report, views
 from nsysgen.analyze.fabric import Fabric
-from nsysgen.analyze.nccl import human_size, summarise, write_csvs
+from nsysgen.analyze.nccl import AnalyzeError, human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
+from nsysgen.analyze.ranks import RankCollision, assign_ranks
 from nsysgen.analyze.regress import compare, comparison, load
 from nsysgen.analyze.report import Reduced
 from nsysgen.analyze.safe import op_file
-from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.steps_plot import draw_all
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
@@ -76,7 +76,10 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
             f"{row.op:<22} {size:>10} {row.calls:>6} calls  median {row.median_us:9.1f} us  "
             f"p90 {row.p90_us:9.1f} us"
         )
-    ranks = assign_ranks([r.tables for r in reduced])
+    try:
+        ranks = assign_ranks([r.tables for r in reduced])
+    except RankCollision as error:
+        raise AnalyzeError(str(error)) from None
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
     lateness = measure(ranks, thresholds)
     stragglers = find(ranks, lateness, thresholds)

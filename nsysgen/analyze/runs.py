@@ -81,6 +81,13 @@ def select(path: Path, job_id: str | None) -> Run:
             f"({', '.join(sorted(choice.unknown)[:3])}): move each run's reports into a "
             "folder of its own"
         )
+    names = sorted({m.group("job") for m in map(JOB_IN_NAME.match, choice.stems) if m})
+    if len(names) > 1:
+        raise AnalyzeError(
+            f"{choice.folder}: reports of {len(names)} jobs named {', '.join(names[:3])} under "
+            f"one job id ({choice.job_id}): they are not one run; move each job's reports into "
+            "a folder of its own"
+        )
     only = None
     if choice.other_jobs:
         ids = sorted([*choice.other_jobs, str(choice.job_id)], key=int)

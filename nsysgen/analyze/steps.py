@@ -383,18 +383,3 @@ def window_edges(steps: Iterable[int]) -> tuple[int | None, int | None]:
     if not ordered:
         return None, None
     return ordered[0], (ordered[-1] if len(ordered) >= 3 else None)
-
-
-def assign_ranks(per_report: list[list[RankTables]]) -> list[RankTables]:
-    """All processes of all reports, each with a distinct rank.
-
-    Reports named without a rank, or whose ranks collide, are numbered in report order
-    instead (every process, so that the numbering stays consistent).
-    """
-    flat = [t for tables in per_report for t in tables]
-    ranks = [t.rank for t in flat]
-    if None in ranks or len(set(ranks)) != len(ranks):
-        ordered = sorted(flat, key=lambda t: (t.report, t.device or 0, t.pid))
-        for rank, rank_tables in enumerate(ordered):
-            rank_tables.rank = rank
-    return sorted(flat, key=lambda t: t.rank or 0)

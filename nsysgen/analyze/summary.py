@@ -44,6 +44,7 @@ from nsysgen.analyze import views, waiting
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.nccl import NcclCall
+from nsysgen.analyze.ranks import unjudged
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
 from nsysgen.analyze.views import steps_text
@@ -288,7 +289,9 @@ def build(
         "limits": limits(calls, len(ranks), world, world_given),
         "by_step": steps,
         "job_median_step_ms": waiting.job_step_median(steps),
-        "verdict": answer.build(stragglers, steps, lateness, stepped, thresholds, _nodes(ranks)),
+        "verdict": answer.build(
+            stragglers, steps, lateness, stepped, thresholds, _nodes(ranks), unjudged(ranks)
+        ),
         "fabric": fabric,
     }
     # With one rank known there is no bus bandwidth to correct (a limit says so already).

@@ -34,6 +34,7 @@ class Verdict(TypedDict):
     waited: list[int]  # ranks that waited for it on those steps, longest total wait first
     waited_count: int
     also: list[Also]  # the other late ranks, latest first
+    not_judged: dict[str, str]  # rank -> why it could not be judged (its report lacks a table)
     text: str
 
 
@@ -71,8 +72,33 @@ def build(
     ranks: int,
     thresholds: Thresholds,
     nodes: dict[int, str] | None = None,
+    unjudged: dict[int, str] | None = None,
 ) -> Verdict:
-    """The verdict (`nodes`: each rank's node, for naming a node late as a whole)."""
+    """The verdict (`nodes`: each rank's node, for naming a node late as a whole; `unjudged`:
+    the ranks whose reports lack what judging needs, and why: named first, never cleared)."""
+    verdict = _build(stragglers, steps, lateness, ranks, thresholds, nodes)
+    missing = unjudged or {}
+    verdict["not_judged"] = {str(rank): why for rank, why in sorted(missing.items())}
+    if missing:
+        by_why: dict[str, list[int]] = {}
+        for rank, why in sorted(missing.items()):
+            by_why.setdefault(why, []).append(rank)
+        named = "; ".join(f"{ranks_text(r, NAMED, len(r))} ({why})" for why, r in by_why.items())
+        rest = verdict["text"]
+        if verdict["late_rank"] is None and rest.startswith("no rank late"):
+            rest = "among the others, " + rest
+        verdict["text"] = f"not judged: {named}; {rest}"
+    return verdict
+
+
+def _build(
+    stragglers: list[Straggler],
+    steps: list[StepVerdict],
+    lateness: Lateness,
+    ranks: int,
+    thresholds: Thresholds,
+    nodes: dict[int, str] | None,
+) -> Verdict:
     judged = [s for s in steps if s["judged"]]
     verdict: Verdict = {
         "late_rank": None,
@@ -88,6 +114,7 @@ def build(
         "waited": [],
         "waited_count": 0,
         "also": [],
+        "not_judged": {},
         "text": "",
     }
     if not steps:

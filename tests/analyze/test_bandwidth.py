@@ -19,8 +19,8 @@ import pytest
 from nsysgen.analyze import cache
 from nsysgen.analyze.bandwidth import nccl_by_size, transfer_ns
 from nsysgen.analyze.nccl import NcclCall
+from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.report import read_export
-from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.stragglers import Thresholds, measure
 from nsysgen.analyze.summary import build
 from tests.analyze.test_waiting import DEVICE, analyse

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from nsysgen.analyze.critical import Arrival, walk
+from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.report import read_export
-from nsysgen.analyze.steps import Collective, RankTables, StepRow, assign_ranks
+from nsysgen.analyze.steps import Collective, RankTables, StepRow
 from nsysgen.analyze.stragglers import Lateness, Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
 from tests.conftest import REPO

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.report import read_export
-from nsysgen.analyze.steps import Collective, assign_ranks
+from nsysgen.analyze.steps import Collective
 from nsysgen.analyze.stragglers import measure
 from tests.analyze.test_steps import MS, PID, make_db
 from tests.conftest import REPO, RunCli

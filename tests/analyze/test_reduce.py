@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze import summary_files
+from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.reduce import Options, _compare, reduce
 from nsysgen.analyze.regress import load
 from nsysgen.analyze.report import Reduced, read_export
-from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import build
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK

@@ -129,3 +129,11 @@ def test_analyze_and_verify_choose_the_same_run(
     assert (run.path, run.job_id) == (chosen.folder, chosen.job_id)
     if run.only is None:  # analyze reads every report there, verify every one of the job
         assert set(run.path.iterdir()) >= {p for p in chosen.folder.iterdir() if p.is_file()}
+
+
+def test_two_jobs_under_one_job_id_are_refused_not_merged(tmp_path: Path) -> None:
+    """Same job id, different job names: not one run, whatever the ids say."""
+    touch(tmp_path, "ddp_job4242_rank0.sqlite", "ddp_job4242_rank1.sqlite")
+    touch(tmp_path, "other_job4242_rank0.sqlite")
+    with pytest.raises(AnalyzeError, match="reports of 2 jobs named ddp, other under one job id"):
+        select(tmp_path, None)

@@ -12,8 +12,8 @@ from typing import Any, cast
 
 import pytest
 
+from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.report import read_export
-from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
 from nsysgen.analyze.summary_files import write

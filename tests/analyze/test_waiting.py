@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.regress import compare, comparison
 from nsysgen.analyze.report import Reduced, read_export
-from nsysgen.analyze.steps import assign_ranks
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
 from tests.analyze.export_tables import TABLES

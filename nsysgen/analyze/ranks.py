@@ -1,0 +1,58 @@
+"""Which rank each process of the reports is: from the report names, refused where two reports
+claim one rank."""
+
+from __future__ import annotations
+
+from nsysgen.analyze.steps import RankTables
+
+
+class RankCollision(ValueError):
+    """Two reports claim the same rank: reports of two runs (or a copy) in one folder."""
+
+
+def assign_ranks(per_report: list[list[RankTables]]) -> list[RankTables]:
+    """All processes of all reports, each with a distinct rank.
+
+    Reports named without a rank are numbered in report order instead (every process, so that
+    the numbering stays consistent). Two reports that name the same rank are refused: their
+    processes are not one world, and renumbering them would hide a rank (RankCollision).
+    """
+    flat = [t for tables in per_report for t in tables]
+    ranks = [t.rank for t in flat]
+    claimed: dict[int, set[str]] = {}
+    for t in flat:
+        if t.rank is not None:
+            claimed.setdefault(t.rank, set()).add(t.report)
+    twice = {rank: sorted(reports) for rank, reports in claimed.items() if len(reports) > 1}
+    if twice:
+        rank, reports = min(twice.items())
+        raise RankCollision(
+            f"rank {rank} is in {len(reports)} reports ({', '.join(reports[:3])})"
+            + (f" and {len(twice) - 1} more rank(s) twice" if len(twice) > 1 else "")
+            + ": reports of different runs, or a copy, in one folder; move each run's reports "
+            "into a folder of its own"
+        )
+    if None in ranks or len(set(ranks)) != len(ranks):
+        ordered = sorted(flat, key=lambda t: (t.report, t.device or 0, t.pid))
+        for rank, rank_tables in enumerate(ordered):
+            rank_tables.rank = rank
+    return sorted(flat, key=lambda t: t.rank or 0)
+
+
+def unjudged(ranks: list[RankTables]) -> dict[int, str]:
+    """rank -> why its report cannot be judged beside the others': it lacks what theirs hold
+    (CUDA kernels, NCCL kernels, step ranges). A table no report holds is a limit of the run
+    (said elsewhere), not of one rank."""
+    kernels = any(t.kernels_total for t in ranks)
+    nccl = any(t.nccl_kernels_total for t in ranks)
+    stepped = any(t.steps for t in ranks)
+    out: dict[int, str] = {}
+    for t in ranks:
+        rank = t.rank if t.rank is not None else -1
+        if kernels and not t.kernels_total:
+            out[rank] = "its report holds no CUDA kernels"
+        elif nccl and not t.nccl_kernels_total:
+            out[rank] = "its report holds no NCCL kernels, the others' do"
+        elif stepped and not t.steps:
+            out[rank] = "its report holds no step ranges, the others' do"
+    return out

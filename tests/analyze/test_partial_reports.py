@@ -1,0 +1,75 @@
+"""`nsysgen analyze` over partial and mixed real reports (2 x H200 DDP, rank 1 late every
+step: tests/data/gpu/steps17): a rank whose report lacks kernels is named not judged in the
+verdict's first words, never cleared as on time; a second report of one rank, and two jobs under
+one job id, are refused (exit 2), never merged into one world."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from tests.conftest import REPO, RunCli
+
+STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
+
+
+def slow_run(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for rank in (0, 1):
+        shutil.copy(STEPS17 / f"s17-slow_job2_rank{rank}.sqlite", folder)
+    return folder
+
+
+def drop(export: Path, sql: str) -> None:
+    with closing(sqlite3.connect(export)) as db:
+        db.execute(sql)
+        db.commit()
+
+
+def verdict(run_cli: RunCli, folder: Path, out: Path) -> dict[str, object]:
+    result = run_cli("analyze", str(folder), "--output", str(out), "--serial")
+    assert result.code == 0, result.err
+    summary = json.loads((out / "summary.json").read_text())
+    found: dict[str, object] = summary["verdict"]
+    return found
+
+
+def test_the_late_rank_is_named_on_the_whole_reports(tmp_path: Path, run_cli: RunCli) -> None:
+    found = verdict(run_cli, slow_run(tmp_path / "r"), tmp_path / "out")
+    assert found["late_rank"] == 1 and found["not_judged"] == {}
+
+
+def test_a_rank_without_kernels_is_not_judged_and_never_on_time(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Rank 1's kernel table dropped: its lateness cannot be measured, so it is named, and the
+    verdict is about the others only. (These runs use gloo: no NCCL kernels anywhere; a rank
+    short of the others' NCCL kernels: tests/analyze/test_ranks.py.)"""
+    folder = slow_run(tmp_path / "r")
+    drop(folder / "s17-slow_job2_rank1.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+    why = "its report holds no CUDA kernels"
+    found = verdict(run_cli, folder, tmp_path / "out")
+    assert found["not_judged"] == {"1": why}
+    text = str(found["text"])
+    assert text.startswith(f"not judged: rank 1 ({why}); "), text
+    assert "; no rank late" not in text
+
+
+def test_a_second_report_of_one_rank_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    folder = slow_run(tmp_path / "r")
+    shutil.copy(folder / "s17-slow_job2_rank1.sqlite", folder / "s17-slow_job2_rank1_copy.sqlite")
+    result = run_cli("analyze", str(folder), "--output", str(tmp_path / "out"), "--serial")
+    assert result.code == 2, result.err
+    assert "rank 1 is in 2 reports" in result.err and "Traceback" not in result.err
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_two_jobs_under_one_id_are_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    folder = slow_run(tmp_path / "r")
+    shutil.copy(folder / "s17-slow_job2_rank1.sqlite", folder / "other_job2_rank2.sqlite")
+    result = run_cli("analyze", str(folder), "--output", str(tmp_path / "out"), "--serial")
+    assert result.code == 2, result.err
+    assert "reports of 2 jobs named other, s17-slow under one job id (2)" in result.err

@@ -1,0 +1,49 @@
+"""Ranks from report names (nsysgen/analyze/ranks.py): kept where every report names its own,
+numbered in report order where none does, refused where two reports claim one rank."""
+
+from __future__ import annotations
+
+import pytest
+
+from nsysgen.analyze.ranks import RankCollision, assign_ranks, unjudged
+from nsysgen.analyze.steps import RankTables, StepRow
+
+
+def tables(report: str, rank: int | None, pid: int = 1) -> RankTables:
+    return RankTables(report=report, pid=pid, rank=rank, device=None)
+
+
+def test_ranks_from_names_are_kept() -> None:
+    ranks = assign_ranks([[tables("t_job1_rank1", 1)], [tables("t_job1_rank0", 0)]])
+    assert [(t.report, t.rank) for t in ranks] == [("t_job1_rank0", 0), ("t_job1_rank1", 1)]
+
+
+def test_reports_without_ranks_are_numbered_in_report_order() -> None:
+    ranks = assign_ranks([[tables("b", None)], [tables("a", None)]])
+    assert [(t.report, t.rank) for t in ranks] == [("a", 0), ("b", 1)]
+
+
+def test_two_reports_of_one_rank_are_refused_by_name() -> None:
+    """A second `..._rank1_...` report copied in: renumbering would hide one of the two."""
+    with pytest.raises(RankCollision, match=r"rank 1 is in 2 reports \(a_rank1, b_rank1\)"):
+        assign_ranks([[tables("a_rank0", 0)], [tables("a_rank1", 1)], [tables("b_rank1", 1)]])
+
+
+def counted(rank: int, kernels: int, nccl: int, steps: int) -> RankTables:
+    t = tables(f"r_rank{rank}", rank)
+    t.kernels_total, t.nccl_kernels_total = kernels, nccl
+    t.steps = [
+        StepRow(n, "gpu", 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1, 1.0) for n in range(steps)
+    ]
+    return t
+
+
+def test_a_rank_short_of_what_the_others_hold_is_not_judged() -> None:
+    ranks = [counted(0, 10, 4, 3), counted(1, 0, 0, 3), counted(2, 10, 0, 3), counted(3, 9, 4, 0)]
+    assert unjudged(ranks) == {
+        1: "its report holds no CUDA kernels",
+        2: "its report holds no NCCL kernels, the others' do",
+        3: "its report holds no step ranges, the others' do",
+    }
+    # A table no rank holds (a CPU run's kernels, a run without NCCL) judges nobody out.
+    assert unjudged([counted(0, 0, 0, 3), counted(1, 0, 0, 3)]) == {}
