@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from nsysgen.analyze import console, runs, steps_cli
+from nsysgen.analyze import console, outdir, runs, steps_cli
 from nsysgen.analyze import record as analyze_record
 from nsysgen.analyze.map import (
     Progress,
@@ -133,6 +133,13 @@ def run_analyze(argv: Sequence[str]) -> int:
     out = _output(args, run)
     for note in run.notes:
         print(note)
+    with outdir.locked(out):
+        return _analyze(args, run, out)
+
+
+def _analyze(args: argparse.Namespace, run: Run, out: Path) -> int:
+    """The analysis into `out` (its lock held): replayed where nothing changed, else written
+    into a fresh folder that replaces `out` whole once it is complete."""
     log = args.nccl_tests_log
     reference = parse_nccl_tests_log(log) if log is not None else {}
     tasks = plan_tasks(run.path, args.nsys, run.only)
@@ -147,13 +154,15 @@ def run_analyze(argv: Sequence[str]) -> int:
     if any(task.cached is None for task in tasks):
         preload_matplotlib()  # plots follow new results; a cached run may need none
     reduced = map_reports(tasks, where, Progress(len(tasks)))
-    outcome = reduce(reduced, steps_cli.options(args, reference, run.label()), out)
-    lines = console.order(outcome.lines)  # the verdict first, notes and files after
+    with outdir.staged(out) as stage:
+        outcome = reduce(reduced, steps_cli.options(args, reference, run.label()), stage)
+        # The verdict first, notes and files after; files by the names they will have.
+        lines = [line.replace(str(stage), str(out)) for line in console.order(outcome.lines)]
+        if all(result_key(task) is not None for task in tasks):
+            key = _run_key(args, tasks)
+            analyze_record.save(stage, key, list(outcome.written), lines, outcome.code)
     for line in lines:
         print(line)
-    if all(result_key(task) is not None for task in tasks):
-        key = _run_key(args, tasks)
-        analyze_record.save(out, key, list(outcome.written), lines, outcome.code)
     return outcome.code
 
 

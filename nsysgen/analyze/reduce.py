@@ -142,12 +142,17 @@ def _compare(summary: Summary, options: Options) -> tuple[list[str], int]:
     """The --baseline comparison (into the summary's "baseline"), its lines and exit code."""
     if options.baseline is None:
         return [], EXIT_OK
-    changes = compare(
-        load(options.baseline),
-        summary,
-        options.regression_threshold / 100,
-        options.regression_min_ms,
-    )
+    baseline = load(options.baseline)
+    try:
+        changes = compare(
+            baseline, summary, options.regression_threshold / 100, options.regression_min_ms
+        )
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        # Its schema's name, with fields of other types (edited, or another tool's).
+        raise AnalyzeError(
+            f"--baseline {options.baseline}: its summary.json has fields of the wrong type "
+            f"({type(error).__name__}: {error}); pass the folder of an nsysgen analyze run"
+        ) from None
     found = comparison(changes, summary, options.baseline, options.regression_threshold)
     summary["baseline"] = dict(found)
     regressed = [c for c in changes if c.regressed]

@@ -164,7 +164,7 @@ def _stage_and_swap(
             f = by_path[status.path]
             _write(staging / f.path, f.text.encode(), file_mode(f.executable))
         _write(staging / MANIFEST_NAME, manifest_text.encode(), 0o644)
-        staging = _swap_in(staging, folder)
+        staging = swap_in(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -219,7 +219,7 @@ def _exchange(a: Path, b: Path) -> bool:
     return bool(result == 0)
 
 
-def _swap_in(staging: Path, folder: Path) -> Path:
+def swap_in(staging: Path, folder: Path) -> Path:
     """Put `staging` in place of `folder`; returns the path left to delete (the old folder)."""
     if not folder.exists():
         staging.rename(folder)

@@ -164,7 +164,7 @@ def test_crash_before_the_swap_leaves_previous_output_exactly(
     def crash(*_: object) -> None:
         raise KeyboardInterrupt  # as if the process died between staging and swapping
 
-    monkeypatch.setattr(nsysgen.output.write, "_swap_in", crash)
+    monkeypatch.setattr(nsysgen.output.write, "swap_in", crash)
     assert run_cli(*WINDOW, f"output_dir={tmp_path}").code == 130
     monkeypatch.undo()
     visible = {k: v for k, v in snapshot(tmp_path).items() if not k.startswith(".")}

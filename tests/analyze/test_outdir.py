@@ -1,0 +1,88 @@
+"""The analysis's output folder holds one analysis (nsysgen/analyze/outdir.py): a second run
+into it while one writes is refused with the holder named; a run that fails leaves the previous
+analysis byte for byte; a finished run replaces it whole (a user's file stays); nothing is
+written outside --output. On real exports (tests/data/gpu/steps17)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from nsysgen.analyze import outdir
+from nsysgen.analyze.summary import SCHEMA
+from tests.conftest import REPO, RunCli, tree_bytes
+
+STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
+
+
+def reports(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for rank in (0, 1):
+        shutil.copy(STEPS17 / f"s17-slow_job2_rank{rank}.sqlite", folder)
+    return folder
+
+
+def analyze(run_cli: RunCli, folder: Path, out: Path, *more: str) -> tuple[int, str]:
+    result = run_cli("analyze", str(folder), "--output", str(out), "--serial", *more)
+    return result.code, result.out + result.err
+
+
+def test_a_failed_rerun_leaves_the_previous_analysis_untouched(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    folder, out = reports(tmp_path / "r"), tmp_path / "out"
+    code, said = analyze(run_cli, folder, out)
+    assert code == 0, said
+    before = tree_bytes(out)
+    # A baseline of the right schema with fields of the wrong type: the run fails after it has
+    # written its CSVs (into its fresh folder), with a clear error, exit 2.
+    bad = tmp_path / "bad" / "summary.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"schema": SCHEMA, "ranks": [{"steps": 5}], "by_step": "x"}))
+    code, said = analyze(
+        run_cli, folder, out, "--baseline", str(bad.parent), "--straggler-min-ms", "2"
+    )
+    assert code == 2, said
+    assert "its summary.json has fields of the wrong type" in said and "Traceback" not in said
+    assert tree_bytes(out) == before
+    assert not list(tmp_path.glob(f".out.*{outdir.STAGING}"))
+
+
+def test_a_finished_run_replaces_the_analysis_whole_and_keeps_a_users_file(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    folder, out = reports(tmp_path / "r"), tmp_path / "out"
+    assert analyze(run_cli, folder, out)[0] == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "steps.csv").write_text("stale")  # the previous analysis's own: written anew
+    code, said = analyze(run_cli, folder, out, "--straggler-min-ms", "2")
+    assert code == 0, said
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "steps.csv").read_text() != "stale"
+    assert f"wrote {out}/summary.json" in said and outdir.STAGING not in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "r"]  # nothing beside it
+
+
+def test_a_second_run_while_one_writes_is_refused_and_names_it(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    folder, out = reports(tmp_path / "r"), tmp_path / "out"
+    assert analyze(run_cli, folder, out)[0] == 0
+    before = tree_bytes(out)
+    with outdir.locked(out):
+        code, said = analyze(run_cli, folder, out, "--straggler-min-ms", "2")
+        assert code == 2
+        assert "another nsysgen analyze is writing it" in said and "Traceback" not in said
+        (tmp_path / f".out.pid4242@node-7.abc{outdir.STAGING}").mkdir()
+        code, said = analyze(run_cli, folder, out, "--straggler-min-ms", "2")
+        assert "(pid 4242 on node-7)" in said
+    assert tree_bytes(out) == before
+
+
+def test_an_output_under_a_file_is_exit_2(tmp_path: Path, run_cli: RunCli) -> None:
+    folder = reports(tmp_path / "r")
+    (tmp_path / "file").write_text("")
+    code, said = analyze(run_cli, folder, tmp_path / "file" / "out")
+    assert code == 2, said
+    assert "cannot write there" in said and "Traceback" not in said
