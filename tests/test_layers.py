@@ -14,7 +14,10 @@ from tests.conftest import REPO
 
 # Bottom to top; a module's layer is the longest prefix listed.
 LAYERS = [
-    ("base", ["nsysgen", "nsysgen.errors", "nsysgen.resources", "nsysgen.links"]),
+    (
+        "base",
+        ["nsysgen", "nsysgen.errors", "nsysgen.resources", "nsysgen.links", "nsysgen.folders"],
+    ),
     # The report-side facts (the run contract, the export, the run's choice): standard library
     # only, imported by analyze and by targets, and shipped inside the verifier.
     ("reports", ["nsysgen.reports"]),

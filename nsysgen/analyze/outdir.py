@@ -24,7 +24,7 @@ from pathlib import Path
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.analyze.plot import Plots
 from nsysgen.analyze.record import RECORD
-from nsysgen.output.write import swap_in
+from nsysgen.folders import swap_in
 
 STAGING = ".nsysgen-analysis-staging"
 
@@ -98,7 +98,7 @@ def staged(out: Path) -> Iterator[Path]:
     try:
         yield stage
         try:
-            stage = swap_in(stage, out)
+            stage = swap_in(stage, out, STAGING)
         except OSError as error:
             raise _cannot(out, error) from None
     finally:

@@ -18,7 +18,6 @@ advisory lock (flock on the output_dir itself), so concurrent compiles never mix
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from nsysgen.errors import NsysgenError
+from nsysgen.folders import STAGING, swap_in
 from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
 from nsysgen.output.render import RenderedFile
 
@@ -151,7 +151,7 @@ def _stage_and_swap(
 ) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_staging(folder)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=_STAGING, dir=folder.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=STAGING, dir=folder.parent))
     staging.chmod(0o755)  # mkdtemp's 0700 would hide a new folder from the job's other users
     try:
         replaced = {s.path for s in changed} | {MANIFEST_NAME}
@@ -169,12 +169,9 @@ def _stage_and_swap(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-_STAGING = ".nsysgen-staging"
-
-
 def _remove_stale_staging(folder: Path) -> None:
     """Staging folders a crashed compile left (the lock says no compile is running now)."""
-    for leftover in folder.parent.glob(f".{folder.name}.*{_STAGING}"):
+    for leftover in folder.parent.glob(f".{folder.name}.*{STAGING}"):
         if leftover.is_symlink() or not leftover.is_dir():
             leftover.unlink()  # the link itself; never what it points to
         else:
@@ -203,34 +200,6 @@ def _link_tree(source: Path, staging: Path, skip: set[str]) -> None:
             else:
                 os.link(src, dst)
         dirs.sort()
-
-
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths (Linux renameat2); False where the call is unavailable."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    result = renameat2(_AT_FDCWD, bytes(a), _AT_FDCWD, bytes(b), _RENAME_EXCHANGE)
-    return bool(result == 0)
-
-
-def swap_in(staging: Path, folder: Path) -> Path:
-    """Put `staging` in place of `folder`; returns the path left to delete (the old folder)."""
-    if not folder.exists():
-        staging.rename(folder)
-        return staging  # no longer exists: nothing to delete
-    if not _exchange(staging, folder):
-        # Two renames: a crash between them leaves the old folder under the staging name.
-        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=_STAGING, dir=folder.parent))
-        folder.rename(old / "old")
-        staging.rename(folder)
-        return old
-    return staging
 
 
 def remove_folder(folder: Path) -> list[FileStatus]:
