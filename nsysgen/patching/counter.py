@@ -128,8 +128,20 @@ def choose_counter(script: Script, loop: Loop | Function, found: list[ast.expr])
     def ends_loop(name: str) -> bool:
         return ast.unparse(texts[name]) in stops
 
-    # Prefer a name that says step or iteration, then global, then the counter that ends the loop.
-    for keep in (says_step, says_global, ends_loop):
+    # `log_steps = 0` after each log: a count since the last log, not of steps.
+    reset = {
+        ast.unparse(target)
+        for node in ast.walk(loop)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+    }
+
+    def kept_going(name: str) -> bool:
+        return ast.unparse(texts[name]) not in reset
+
+    # Prefer a counter the loop never sets back, then a name that says step or iteration, then
+    # global, then the counter that ends the loop.
+    for keep in (kept_going, says_step, says_global, ends_loop):
         kept = [name for name in names if keep(name)]
         names = kept or names
         if len(names) == 1:
@@ -193,5 +205,8 @@ def where_logged(
                 )
                 before = before or stepping <= at < increment
                 after = after or at > increment
-            found_offset = found_offset or offset(call, text)
+            added = offset(call, text)
+            if added is not None and added.isdigit() and not stepping <= index < increment:
+                added = None  # a constant counts only where the counter is not incremented yet
+            found_offset = found_offset or added
     return _Logged(before, after, found_offset)

@@ -57,8 +57,9 @@ def shows(expr: ast.expr, texts: set[str], carriers: set[str]) -> bool:
 
 
 def offset(call: ast.Call, text: str) -> str | None:
-    """`logkv("step", self.step + self.resume_step)`, `log(..., step=it + start)`: the term
-    the script adds to the counter when it logs the step number."""
+    """`logkv("step", self.step + self.resume_step)`, `log(..., step=it + start)`,
+    `log(..., step=global_step + 1)`: the term the script adds to the counter when it logs the
+    step number."""
     labelled: list[ast.expr] = [
         keyword.value
         for keyword in call.keywords
@@ -74,6 +75,8 @@ def offset(call: ast.Call, text: str) -> str | None:
             other = value.right if left == text else value.left if right == text else None
             if isinstance(other, (ast.Name, ast.Attribute)) and text not in ast.unparse(other):
                 return ast.unparse(other)
+            if isinstance(other, ast.Constant) and type(other.value) is int and other.value > 0:
+                return str(other.value)  # `step=global_step + 1` before its increment
     return None
 
 

@@ -69,14 +69,30 @@ def _owner(script: Script, inner: Loop, candidates: list[Loop]) -> Loop:
     for outer in sorted(candidates, key=lambda loop: loop.lineno, reverse=True):
         if outer is chosen or not script.encloses(outer, chosen):
             continue
-        own = [
-            statement
-            for statement in outer.body
-            if statement is not chosen and not script.encloses(statement, chosen)
-        ]
+        own = _outside(script, outer.body, chosen)
         if script.reaches_block(own, STEP) and script.reaches_block(own, BACKWARD):
             chosen = outer
     return chosen
+
+
+def _outside(script: Script, block: list[ast.stmt], inner: Loop) -> list[ast.stmt]:
+    """The statements of `block` that are not `inner` and hold no part of it, looking into the
+    blocks that hold it (an RL loop's `if global_step > learning_starts:` holds its critic's
+    step beside the delayed policy loop)."""
+    found: list[ast.stmt] = []
+    for statement in block:
+        if statement is inner:
+            continue
+        if not script.encloses(statement, inner):
+            found.append(statement)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inside = getattr(statement, field, None)
+            if isinstance(inside, list):
+                found += _outside(script, [s for s in inside if isinstance(s, ast.stmt)], inner)
+        for handler in getattr(statement, "handlers", []) or []:
+            found += _outside(script, handler.body, inner)
+    return found
 
 
 def without_loop(script: Script) -> Function:

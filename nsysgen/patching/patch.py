@@ -25,6 +25,7 @@ from nsysgen.patching.hints import FindError
 from nsysgen.patching.library import LibraryLoop, library_loops
 from nsysgen.patching.source import BOM, SourceFile, line_text, split_lines, unified_diff
 from nsysgen.patching.step_loop import StepLoop
+from nsysgen.patching.syntax import parse
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 
 MARK = "  # nsysgen"
@@ -113,7 +114,7 @@ def _analysed(
 ) -> tuple[StepLoop, ast.Module, str]:
     code = source.code
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as error:
         raise PatchError(f"is not valid Python ({error.msg}, line {error.lineno})") from None
     try:
@@ -154,7 +155,7 @@ def patch_library(source: str) -> str:
     `_nsysgen_window.attach(<trainer>)`, which adds the library's step callback (the same
     whether `source` was already patched or not)."""
     original = SourceFile.of(strip(source))
-    tree = ast.parse(original.code)
+    tree = parse(original.code)
     loops = library_loops(tree, original.code)
     if not loops:
         raise PatchError("no library runs a training loop in this script")

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def parse(code: str) -> ast.Module:
+    """A user's script as a tree. Its compile-time warnings (`"\\e"`, an invalid escape that
+    Python still runs: a DeprecationWarning before 3.12, a SyntaxWarning since) are the
+    script's business: never an error here, whatever the process's warning filters (`python -W
+    error`) say."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(code)
 
 
 def direct_calls(node: ast.AST) -> Iterator[ast.Call]:

@@ -7,7 +7,6 @@ They are read during validation, not while artifacts are rendered, so that `plan
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from nsysgen.patching.patch import (
     patch_source,
     unified_patch,
 )
+from nsysgen.patching.syntax import parse
 from nsysgen.profile.workloads.steps import METHOD_TEXT, step_method
 
 
@@ -86,7 +86,7 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
 
 def _library_loop(source: str) -> LibraryLoop | None:
     try:
-        return library_loop(ast.parse(source), source)
+        return library_loop(parse(source), source)
     except SyntaxError:
         return None
 

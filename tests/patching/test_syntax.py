@@ -32,3 +32,16 @@ def test_parameters_and_names_read() -> None:
     assert isinstance(function, ast.FunctionDef)
     assert parameters(function)[:2] == ["a", "b"]
     assert names_in(expr("x + y.z * w(v)")) >= {"x", "y", "w", "v"}
+
+
+def test_a_script_with_an_invalid_escape_is_parsed_under_warnings_as_errors() -> None:
+    """`"\\e"` is valid Python that warns at compile time; the tests run with warnings as errors,
+    as a user's `python -W error` does: the script is still read."""
+    import warnings
+
+    from nsysgen.patching.syntax import parse
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tree = parse('pattern = "\\e[0m"\n')
+    assert len(tree.body) == 1
