@@ -29,6 +29,8 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,24 +148,120 @@ def converted(data: Any, where: str) -> Expect:
             f"does not read (allowed: {readable}): compile the setup again"
         )
     _check(data, Expect, where)
-    _check(data["capture"], CaptureContract, f"{where}: capture")
+    _bounded(cast(Expect, data), where)
     return cast(Expect, data)
 
 
+# What a contract may ask the verifier to walk: nsysgen compiles for up to 100,000 nodes.
+MAX_NODES = 100_000
+MAX_PER_NODE = 1_024
+
+
 def _check(data: Any, kind: Any, where: str) -> None:
-    """Every key `kind` requires is there; the types are the writer's, checked by the schema
-    in the tests."""
+    """`data` is a `kind` (a TypedDict of this module, nested): every required key there, every
+    value of its type. A damaged or edited file is refused here, by its first wrong field,
+    never met later as a crash."""
     if not isinstance(data, dict):
         raise ContractError(f"{where}: not a JSON object")
     missing = sorted(set(kind.__required_keys__) - set(data))
     if missing:
         raise ContractError(f"{where}: no {', '.join(missing)} (an incomplete expectations file)")
+    hints = typing.get_type_hints(kind)
+    for key, value in data.items():
+        if key in hints:
+            _value(value, hints[key], f"{where}: {key}")
+
+
+# The JSON values each plain type takes (an int is a number; true is not an integer).
+_PLAIN: dict[Any, tuple[type, ...]] = {
+    type(None): (type(None),),
+    bool: (bool,),
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+}
+
+
+def _value(value: Any, hint: Any, where: str) -> None:
+    """`value` (parsed JSON) of the type `hint`: int, float, str, bool, None, list[X], a union,
+    Any, or a TypedDict."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        _one_of(value, args, where)
+    elif origin is list:
+        if not isinstance(value, list):
+            raise ContractError(f"{where}: {_shown(value)} is not a list")
+        for index, item in enumerate(value):
+            _value(item, args[0] if args else Any, f"{where}[{index}]")
+    elif isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__required_keys__"):
+        _check(value, hint, where)
+    elif hint is not Any:
+        allowed = _PLAIN.get(hint)
+        if allowed is None:
+            raise ContractError(f"{where}: of a type this verifier does not know ({hint})")
+        if not isinstance(value, allowed) or (hint is not bool and isinstance(value, bool)):
+            raise ContractError(f"{where}: {_shown(value)} is not {_name(hint)}")
+
+
+def _one_of(value: Any, options: tuple[Any, ...], where: str) -> None:
+    for option in options:
+        try:
+            _value(value, option, where)
+            return
+        except ContractError:
+            continue
+    names = " or ".join(_name(option) for option in options)
+    raise ContractError(f"{where}: {_shown(value)} is not {names}")
+
+
+def _name(hint: Any) -> str:
+    return {type(None): "null", bool: "true/false", int: "an integer", float: "a number",
+            str: "text"}.get(hint, getattr(hint, "__name__", str(hint)))  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_TASK = (int, int, int, str, bool)  # [task, node, local id, report name, holds collectors]
+
+
+def _task(task: list[Any], where: str) -> None:
+    kinds = [type(value) for value in task]
+    if len(task) != len(_TASK) or any(k is not want for k, want in zip(kinds, _TASK, strict=False)):
+        raise ContractError(
+            f"{where}: {_shown(task)} is not [task, node, local id, name, collects]"
+        )
+
+
+def _bounded(expect: Expect, where: str) -> None:
+    """What the contract asks the verifier to walk stays within what nsysgen compiles."""
+    for index, group in enumerate(expect["reports"]):
+        at = f"{where}: reports[{index}]"
+        if "tasks" in group:
+            if len(group["tasks"]) > MAX_NODES * MAX_PER_NODE:
+                raise ContractError(f"{at}: more tasks than {MAX_NODES:,} nodes hold")
+            for row, task in enumerate(group["tasks"]):
+                _task(task, f"{at}: tasks[{row}]")
+            continue
+        nodes, per_node = group["nodes"], group["per_node"]
+        if len(nodes) != 2 or not 0 <= nodes[0] <= nodes[1] or nodes[1] - nodes[0] > MAX_NODES:
+            raise ContractError(
+                f"{at}: nodes {_shown(nodes)} is not [first, end) of at most {MAX_NODES:,} nodes"
+            )
+        if not 0 <= per_node <= MAX_PER_NODE or len(group["locals"]) > MAX_PER_NODE:
+            raise ContractError(f"{at}: more than {MAX_PER_NODE:,} reports a node")
 
 
 def read_expect(path: Path) -> Expect:
     """The contract in the file `path`. OSError and ValueError (not JSON) pass to the caller,
     which words them for its user; ContractError: JSON, but no contract."""
-    return converted(json.loads(path.read_text(encoding="utf-8")), str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ContractError(f"{path}: JSON nested too deep to be an expectations file") from None
+    return converted(data, str(path))
 
 
 def dumps(expect: Expect) -> str:
@@ -1243,16 +1341,39 @@ def _state_dirs(report_dir: Path, entry: dict[str, Any]) -> list[Path]:
     """nsys's TMPDIR of the entry's task (Slurm: task<N>) or pod (EKS: the pod's name, which
     JobSet follows with a random suffix) under the run's .nsysgen/."""
     state = report_dir / STATE_DIR
+    if state.is_symlink() or not state.is_dir():
+        return []  # a link is never followed: it could lead anywhere on the machine
     pod = entry.get("pod")
     if pod is None:
         task = state / f"task{entry['task']}"
-        return [task] if task.is_dir() else []
-    if not state.is_dir():
-        return []
+        return [task] if task.is_dir() and not task.is_symlink() else []
     found = [
-        d for d in state.iterdir() if d.is_dir() and (d.name == pod or d.name.startswith(pod + "-"))
+        d
+        for d in state.iterdir()
+        if d.is_dir() and not d.is_symlink() and (d.name == pod or d.name.startswith(pod + "-"))
     ]
     return sorted(found, key=lambda d: d.stat().st_mtime, reverse=True)  # a retried pod's newest
+
+
+WALK_LIMIT = 10_000  # entries looked at in a task's temp folder: nsys leaves a handful
+
+
+def _leftovers(state: Path) -> list[Path]:
+    """The .qdstrm files under a task's temp folder, sorted: links neither followed nor taken,
+    and no more than WALK_LIMIT entries looked at (a folder planted there is not searched
+    whole)."""
+    found: list[Path] = []
+    seen = 0
+    for root, dirs, names in os.walk(state, followlinks=False):
+        seen += len(dirs) + len(names)
+        found += [
+            Path(root) / name
+            for name in names
+            if name.endswith(".qdstrm") and not (Path(root) / name).is_symlink()
+        ]
+        if seen > WALK_LIMIT:
+            break
+    return sorted(found)
 
 
 def _salvage(
@@ -1270,7 +1391,7 @@ def _salvage(
     salvage = qdstrms[:1]
     for state in _state_dirs(report_dir, entry):
         if not salvage:
-            salvage = sorted(state.rglob("*.qdstrm"))[:1]
+            salvage = _leftovers(state)[:1]
     if not salvage:
         return None
     source = salvage[0]

@@ -68,7 +68,15 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
         )
         assert durations is not None
         written.append(durations)
-    if not calls:
+    kernels = sum(t.nccl_kernels_total for r in reduced for t in r.tables)
+    if not calls and kernels:
+        # The kernels are there, the ranges that name their collectives are not.
+        lines.append(
+            f"{kernels:,} NCCL kernels in {len(reduced)} report(s), but no NCCL call read: the "
+            "per-call tables need NCCL's NVTX ranges and the CUDA runtime calls in each export "
+            "(nsys --trace=cuda,nvtx); nothing to plot"
+        )
+    elif not calls:
         lines.append(f"no NCCL kernels in {len(reduced)} report(s): nothing to plot")
     for row in summary:
         size = "unknown" if row.size_bytes is None else human_size(row.size_bytes)

@@ -11,6 +11,8 @@ analysis's bandwidth yardstick) is optional: files written before it lack it.
 from __future__ import annotations
 
 import json
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict, cast, final
@@ -127,24 +129,120 @@ def converted(data: Any, where: str) -> Expect:
             f"does not read (allowed: {readable}): compile the setup again"
         )
     _check(data, Expect, where)
-    _check(data["capture"], CaptureContract, f"{where}: capture")
+    _bounded(cast(Expect, data), where)
     return cast(Expect, data)
 
 
+# What a contract may ask the verifier to walk: nsysgen compiles for up to 100,000 nodes.
+MAX_NODES = 100_000
+MAX_PER_NODE = 1_024
+
+
 def _check(data: Any, kind: Any, where: str) -> None:
-    """Every key `kind` requires is there; the types are the writer's, checked by the schema
-    in the tests."""
+    """`data` is a `kind` (a TypedDict of this module, nested): every required key there, every
+    value of its type. A damaged or edited file is refused here, by its first wrong field,
+    never met later as a crash."""
     if not isinstance(data, dict):
         raise ContractError(f"{where}: not a JSON object")
     missing = sorted(set(kind.__required_keys__) - set(data))
     if missing:
         raise ContractError(f"{where}: no {', '.join(missing)} (an incomplete expectations file)")
+    hints = typing.get_type_hints(kind)
+    for key, value in data.items():
+        if key in hints:
+            _value(value, hints[key], f"{where}: {key}")
+
+
+# The JSON values each plain type takes (an int is a number; true is not an integer).
+_PLAIN: dict[Any, tuple[type, ...]] = {
+    type(None): (type(None),),
+    bool: (bool,),
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+}
+
+
+def _value(value: Any, hint: Any, where: str) -> None:
+    """`value` (parsed JSON) of the type `hint`: int, float, str, bool, None, list[X], a union,
+    Any, or a TypedDict."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        _one_of(value, args, where)
+    elif origin is list:
+        if not isinstance(value, list):
+            raise ContractError(f"{where}: {_shown(value)} is not a list")
+        for index, item in enumerate(value):
+            _value(item, args[0] if args else Any, f"{where}[{index}]")
+    elif isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__required_keys__"):
+        _check(value, hint, where)
+    elif hint is not Any:
+        allowed = _PLAIN.get(hint)
+        if allowed is None:
+            raise ContractError(f"{where}: of a type this verifier does not know ({hint})")
+        if not isinstance(value, allowed) or (hint is not bool and isinstance(value, bool)):
+            raise ContractError(f"{where}: {_shown(value)} is not {_name(hint)}")
+
+
+def _one_of(value: Any, options: tuple[Any, ...], where: str) -> None:
+    for option in options:
+        try:
+            _value(value, option, where)
+            return
+        except ContractError:
+            continue
+    names = " or ".join(_name(option) for option in options)
+    raise ContractError(f"{where}: {_shown(value)} is not {names}")
+
+
+def _name(hint: Any) -> str:
+    return {type(None): "null", bool: "true/false", int: "an integer", float: "a number",
+            str: "text"}.get(hint, getattr(hint, "__name__", str(hint)))  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_TASK = (int, int, int, str, bool)  # [task, node, local id, report name, holds collectors]
+
+
+def _task(task: list[Any], where: str) -> None:
+    kinds = [type(value) for value in task]
+    if len(task) != len(_TASK) or any(k is not want for k, want in zip(kinds, _TASK, strict=False)):
+        raise ContractError(
+            f"{where}: {_shown(task)} is not [task, node, local id, name, collects]"
+        )
+
+
+def _bounded(expect: Expect, where: str) -> None:
+    """What the contract asks the verifier to walk stays within what nsysgen compiles."""
+    for index, group in enumerate(expect["reports"]):
+        at = f"{where}: reports[{index}]"
+        if "tasks" in group:
+            if len(group["tasks"]) > MAX_NODES * MAX_PER_NODE:
+                raise ContractError(f"{at}: more tasks than {MAX_NODES:,} nodes hold")
+            for row, task in enumerate(group["tasks"]):
+                _task(task, f"{at}: tasks[{row}]")
+            continue
+        nodes, per_node = group["nodes"], group["per_node"]
+        if len(nodes) != 2 or not 0 <= nodes[0] <= nodes[1] or nodes[1] - nodes[0] > MAX_NODES:
+            raise ContractError(
+                f"{at}: nodes {_shown(nodes)} is not [first, end) of at most {MAX_NODES:,} nodes"
+            )
+        if not 0 <= per_node <= MAX_PER_NODE or len(group["locals"]) > MAX_PER_NODE:
+            raise ContractError(f"{at}: more than {MAX_PER_NODE:,} reports a node")
 
 
 def read_expect(path: Path) -> Expect:
     """The contract in the file `path`. OSError and ValueError (not JSON) pass to the caller,
     which words them for its user; ContractError: JSON, but no contract."""
-    return converted(json.loads(path.read_text(encoding="utf-8")), str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ContractError(f"{path}: JSON nested too deep to be an expectations file") from None
+    return converted(data, str(path))
 
 
 def dumps(expect: Expect) -> str:

@@ -73,3 +73,21 @@ def test_two_jobs_under_one_id_are_refused(tmp_path: Path, run_cli: RunCli) -> N
     result = run_cli("analyze", str(folder), "--output", str(tmp_path / "out"), "--serial")
     assert result.code == 2, result.err
     assert "reports of 2 jobs named other, s17-slow under one job id (2)" in result.err
+
+
+NCCL_EXPORT = REPO / "tests" / "data" / "gpu" / "nccl-allreduce.sqlite"  # nsys 2025.3.1
+
+
+def test_nccl_kernels_without_their_ranges_are_not_called_absent(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """NVTX_EVENTS dropped: the kernels are there; what is missing is named, not the kernels."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    export = folder / "r_job1_rank0.sqlite"
+    shutil.copy(NCCL_EXPORT, export)
+    drop(export, "DROP TABLE NVTX_EVENTS")
+    result = run_cli("analyze", str(folder), "--output", str(tmp_path / "out"), "--serial")
+    assert result.code == 0, result.err
+    assert "no NCCL kernels" not in result.out
+    assert "NCCL kernels in 1 report(s), but no NCCL call read" in result.out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -33,16 +34,39 @@ def _state_dirs(report_dir: Path, entry: dict[str, Any]) -> list[Path]:
     """nsys's TMPDIR of the entry's task (Slurm: task<N>) or pod (EKS: the pod's name, which
     JobSet follows with a random suffix) under the run's .nsysgen/."""
     state = report_dir / STATE_DIR
+    if state.is_symlink() or not state.is_dir():
+        return []  # a link is never followed: it could lead anywhere on the machine
     pod = entry.get("pod")
     if pod is None:
         task = state / f"task{entry['task']}"
-        return [task] if task.is_dir() else []
-    if not state.is_dir():
-        return []
+        return [task] if task.is_dir() and not task.is_symlink() else []
     found = [
-        d for d in state.iterdir() if d.is_dir() and (d.name == pod or d.name.startswith(pod + "-"))
+        d
+        for d in state.iterdir()
+        if d.is_dir() and not d.is_symlink() and (d.name == pod or d.name.startswith(pod + "-"))
     ]
     return sorted(found, key=lambda d: d.stat().st_mtime, reverse=True)  # a retried pod's newest
+
+
+WALK_LIMIT = 10_000  # entries looked at in a task's temp folder: nsys leaves a handful
+
+
+def _leftovers(state: Path) -> list[Path]:
+    """The .qdstrm files under a task's temp folder, sorted: links neither followed nor taken,
+    and no more than WALK_LIMIT entries looked at (a folder planted there is not searched
+    whole)."""
+    found: list[Path] = []
+    seen = 0
+    for root, dirs, names in os.walk(state, followlinks=False):
+        seen += len(dirs) + len(names)
+        found += [
+            Path(root) / name
+            for name in names
+            if name.endswith(".qdstrm") and not (Path(root) / name).is_symlink()
+        ]
+        if seen > WALK_LIMIT:
+            break
+    return sorted(found)
 
 
 def _salvage(
@@ -60,7 +84,7 @@ def _salvage(
     salvage = qdstrms[:1]
     for state in _state_dirs(report_dir, entry):
         if not salvage:
-            salvage = sorted(state.rglob("*.qdstrm"))[:1]
+            salvage = _leftovers(state)[:1]
     if not salvage:
         return None
     source = salvage[0]
