@@ -5,6 +5,7 @@ the analysis that opens an export."""
 from __future__ import annotations
 
 import sqlite3
+import struct
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,9 @@ def refuse_incomplete(exports: list[Path]) -> None:
         )
 
 
+_VALUE_ERRORS = (TypeError, ValueError, KeyError, IndexError, OverflowError, struct.error)
+
+
 def read_export(export: Path, name: str | None = None) -> Reduced:
     """The NCCL calls and step tables of the export at `export`, named `name` (its stem)."""
     name = export.stem if name is None else name
@@ -79,13 +83,21 @@ def read_export(export: Path, name: str | None = None) -> Reduced:
         raise incomplete_export(export, why)
     try:
         with closing(sqlite3.connect(export)) as db:
+            # Text that is not UTF-8 (a name written by a program, not by nsys) is read with
+            # replacement characters, never refused for it.
+            db.text_factory = lambda data: data.decode("utf-8", "replace")
             present = {
                 row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
             if not present:  # an SQLite file, but empty: every nsys export has tables
                 raise incomplete_export(export, "an SQLite file without tables")
             return Reduced(name, calls_in(db, present, name), tables_in(db, present, name))
-    except sqlite3.OperationalError:
-        raise  # a query this code got wrong, or the file system: not the export's damage
-    except sqlite3.DatabaseError as exc:  # damage inside a file of the right size
+    except sqlite3.DatabaseError as exc:  # damage inside a file of the right size, a table
+        # without the columns or rows nsys writes together (StringIds beside the names' ids)
         raise incomplete_export(export, f"SQLite says: {exc}") from None
+    except _VALUE_ERRORS as exc:
+        # A value of another type than nsys writes (null, text or bytes where it writes a
+        # number or text): the export was written or edited by something else.
+        raise incomplete_export(
+            export, f"a value of a type nsys does not write ({type(exc).__name__}: {exc})"
+        ) from None
