@@ -12,6 +12,7 @@ alone, its own key) and the code that reduces (a digest of its modules' source).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -139,5 +140,6 @@ def save_reduced(source: Path, key: dict[str, Any], reduced: Reduced) -> None:
     try:
         partial.write_text(json.dumps({"key": key, "result": _encode(reduced)}))
         partial.replace(target)
-    except OSError:
-        partial.unlink(missing_ok=True)
+    except OSError:  # a read-only folder, a full disk: the next run computes it again
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)

@@ -117,6 +117,8 @@ def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
+    # Names come from reports (a job, a kernel, a range): `$x^$` is text, never TeX to parse.
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt

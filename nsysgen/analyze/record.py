@@ -11,6 +11,7 @@ lines and the exit code if every recorded file is still there, byte for byte; an
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -101,5 +102,6 @@ def save(out: Path, key: str, outputs: list[Path], lines: list[str], code: int) 
     try:
         partial.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         partial.replace(target)
-    except OSError:
-        partial.unlink(missing_ok=True)
+    except OSError:  # a read-only folder, a full disk: the next run computes it again
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)

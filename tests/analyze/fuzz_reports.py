@@ -53,6 +53,7 @@ HOSTILE: list[str | bytes] = [
     "nccl:/../x",
 ]
 NAMES = ["$HOME", "a b", "x" * 200, "%q{SLURM_JOB_ID}", "\u00e9t\u00e9", "-rf", "..", "job 1"]
+JOB_NAMES = ["$x^$_{a}", "j" * 200, "a b", "\u00e9t\u00e9", "%s%n", "-rf", "<b>x</b>"]
 OK_EXITS = {0, 2}
 
 
@@ -135,7 +136,7 @@ DB_DAMAGES: list[Callable[[sqlite3.Connection, random.Random], str]] = [
 def _file_damage(folder: Path, rng: random.Random) -> str:
     exports = sorted(folder.glob("*.sqlite"))
     export = rng.choice(exports)
-    kind = rng.choice(["cut", "rename", "other job", "same rank", "garbage"])
+    kind = rng.choice(["cut", "rename", "other job", "same rank", "garbage", "job name"])
     if kind == "cut":
         data = export.read_bytes()
         export.write_bytes(data[: rng.randrange(len(data))])
@@ -146,6 +147,10 @@ def _file_damage(folder: Path, rng: random.Random) -> str:
         shutil.copy(export, folder / f"other_job1_rank{rng.randrange(3)}_node0.sqlite")
     elif kind == "same rank":
         shutil.copy(export, export.with_name(f"{export.stem}_copy.sqlite"))
+    elif kind == "job name":  # every report's: one job, of a hostile name
+        job_name = rng.choice(JOB_NAMES)
+        for rank, each in enumerate(exports):
+            each.rename(folder / f"{job_name}_job1_rank{rank}_node0.sqlite")
     else:
         (folder / f"synth_job1_rank{rng.randrange(2, 4)}_node0.sqlite").write_bytes(
             rng.randbytes(rng.randrange(0, 9000))

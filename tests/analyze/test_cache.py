@@ -69,3 +69,13 @@ def test_a_cached_result_round_trips_under_its_key_only(tmp_path: Path) -> None:
     assert cache.load_reduced(export, key) == reduced  # every table and row as read
     assert cache.load_reduced(export, {**key, "code": "other"}) is None
     assert not list(tmp_path.glob(".*.partial"))
+
+
+def test_a_cache_that_cannot_be_written_is_skipped_not_raised(tmp_path: Path) -> None:
+    """A report folder that takes no file (read-only, or here a path through a file): the
+    result is not cached, and its clean-up raises nothing either."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    reduced = read_export(EXPORT)
+    cache.save_reduced(blocker / "r.sqlite", {"k": 1}, reduced)
+    assert blocker.read_text() == ""

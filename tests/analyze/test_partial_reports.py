@@ -11,6 +11,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, RunCli
 
 STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
@@ -91,3 +93,18 @@ def test_nccl_kernels_without_their_ranges_are_not_called_absent(
     assert result.code == 0, result.err
     assert "no NCCL kernels" not in result.out
     assert "NCCL kernels in 1 report(s), but no NCCL call read" in result.out
+
+
+@pytest.mark.parametrize("job", ["$x^$_{a}", "j" * 200], ids=["mathtext", "200-chars"])
+def test_a_hostile_job_name_is_plain_text_in_every_figure(
+    tmp_path: Path, run_cli: RunCli, job: str
+) -> None:
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for rank in (0, 1):
+        shutil.copy(
+            STEPS17 / f"s17-slow_job2_rank{rank}.sqlite", folder / f"{job}_job2_rank{rank}.sqlite"
+        )
+    result = run_cli("analyze", str(folder), "--output", str(tmp_path / "out"), "--serial")
+    assert result.code == 0, result.err
+    assert list((tmp_path / "out").glob("*.png"))
