@@ -13,7 +13,8 @@ from nsysgen.config.compose import Composed, Composer
 from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.pipeline import _with_origins, build_config, compile_config, regenerate_command
 
-WINDOW = ["workload=fsdp", "capture=window"]  # NSG024 warns: the node's launcher is wrapped
+# NSG024 warns: the node's launcher is wrapped, and two of its eight ranks are named.
+WINDOW = ["workload=fsdp", "capture=window", "capture.ranks=[0,1]"]
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,16 @@ def test_a_lint_raised_to_error_stops_the_compile_or_is_returned(composer: Compo
         build_config(strict)
     assert [i.path for i in raised.value.issues] == ["capture.ranks"]
     assert raised.value.issues[0].message.startswith("[NSG024] each report holds every rank")
+
+
+def test_the_defaults_compile_without_a_warning(composer: Composer) -> None:
+    """A warning must name a setting the user chose: the packaged capture.ranks=[0] on a
+    per-node launcher records node 0's ranks, said in the compile's summary, not warned."""
+    for workload in ("fsdp", "nccl", "python", "megatron", "nemo", "bridge"):
+        for capture in ("window", "steps", "nvtx") if workload != "nccl" else ("window", "nvtx"):
+            choices = [f"workload={workload}", f"capture={capture}"]
+            _, _, warnings = build_config(composer.compose(choices), stop_on_lint_errors=False)
+            assert [f for f in warnings if f.severity == "warning"] == [], choices
 
 
 def test_a_severity_for_an_unknown_lint_id_is_an_input_error(composer: Composer) -> None:

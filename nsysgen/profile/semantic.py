@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config, settings_as
+from nsysgen.model import Config, ScriptSettings, settings_as
 from nsysgen.profile.cuda_trace import trace_values, traces_cuda
 from nsysgen.profile.nccl_run import size_bytes
 from nsysgen.profile.pause import minutes, timeout_argument
+from nsysgen.profile.workloads.command import CommandSettings
 from nsysgen.profile.workloads.nccl import NcclSettings
 from nsysgen.profile.workloads.registry import workload_kind
 from nsysgen.profile.workloads.steps import step_method
+from nsysgen.resources import CONF_DIR
 
 Check = Callable[[Config], Iterator[Issue]]
 
@@ -277,7 +284,56 @@ def _timeout_readable(config: Config) -> Iterator[Issue]:
         )
 
 
+@cache
+def _bundled(name: str) -> dict[str, Any]:
+    """The bundled workload group file `name` as written (interpolations unresolved); {} where
+    nsysgen bundles none of that name (a group file of the user's own)."""
+    path = CONF_DIR / "workload" / f"{name}.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def _as_compiled(value: Any, config: Config) -> str:
+    return str(value).replace("${cluster.shared_fs}", config.cluster.shared_fs)
+
+
+def _declared_program(config: Config) -> Iterator[Issue]:
+    """The program that runs is the one declared: a script of one's own never gets the bundled
+    example's arguments (they belong to the example's script), and the bundled placeholder
+    command is never compiled."""
+    workload = config.workload
+    block = _bundled(workload.name).get(workload.kind)
+    if not isinstance(block, dict):
+        return
+    settings = workload.settings
+    if isinstance(settings, ScriptSettings):
+        example = tuple(_as_compiled(a, config) for a in block.get("args") or ())
+        script = _as_compiled(block.get("script", ""), config)
+        mine = PurePosixPath(settings.script).name != PurePosixPath(script).name
+        if example and settings.args == example and mine:
+            key = f"workload.{workload.kind}"
+            yield Issue(
+                f"{key}.args",
+                f"the bundled example's {len(example)} arguments ({example[0]} ...) are for "
+                f"{script}, not for {key}.script={settings.script}: set {key}.args to your "
+                f'script\'s (\'{key}.args=["--lr=1e-4", "--max_steps=500"]\'), or {key}.args=[] '
+                "for none",
+            )
+    if isinstance(settings, CommandSettings):
+        placeholder = tuple(_as_compiled(a, config) for a in block.get("argv") or ())
+        if placeholder and settings.argv == placeholder:
+            yield Issue(
+                "workload.command.argv",
+                f"{' '.join(placeholder)} is the bundled placeholder, not a program of yours: "
+                "set workload.command.argv to your program and its arguments "
+                "('workload.command.argv=[torchrun,--nproc-per-node=8,/fsx/train.py]')",
+            )
+
+
 CHECKS: tuple[Check, ...] = (
+    _declared_program,
     _ranks_in_world,
     _collectors_supported,
     _step_window,

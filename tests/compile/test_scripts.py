@@ -76,6 +76,7 @@ OWN_SETUPS = [
     [
         "target.job_script=yours",
         "workload=command",
+        "workload.command.argv=[bash,own-train.sh]",
         f"workload.launch={launch}",
         f"capture={capture}",
         f"cluster={cluster}",

@@ -91,3 +91,27 @@ def test_a_step_method_and_recipes_the_config_cannot_run() -> None:
             "e.g. [default], with nsight=2026.4.1 or later)",
         ),
     ]
+
+
+EXAMPLE_ARGS = "the bundled example's 12 arguments (--model_type=llama_v2 ...)"
+
+
+def test_a_script_of_ones_own_never_gets_the_examples_arguments() -> None:
+    found = issues("workload=fsdp", "workload.fsdp.script=/fsx/myrepo/train/train_loop.py")
+    assert [i.path for i in found] == ["workload.fsdp.args"]
+    assert EXAMPLE_ARGS in found[0].message and "workload.fsdp.args=[] for none" in found[0].message
+
+
+def test_a_script_of_ones_own_with_its_own_arguments_compiles() -> None:
+    script = "workload.fsdp.script=/fsx/myrepo/train/train_loop.py"
+    assert issues("workload=fsdp", script, 'workload.fsdp.args=["--lr=1e-4"]') == []
+    assert issues("workload=fsdp", script, "workload.fsdp.args=[]") == []
+    # A copy of the example's train.py elsewhere keeps the example's arguments.
+    assert issues("workload=fsdp", "workload.fsdp.script=/fsx/copy/train.py") == []
+
+
+def test_the_placeholder_command_is_refused() -> None:
+    found = issues("workload=command")
+    assert [i.path for i in found] == ["workload.command.argv"]
+    assert "the bundled placeholder" in found[0].message
+    assert issues("workload=command", "workload.command.argv=[torchrun,/fsx/t.py]") == []

@@ -77,8 +77,16 @@ def too_many_ranks(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str
         )
 
 
+# The packaged capture groups' ranks: left as it is, it names no rank the user chose, and a
+# warning from the defaults teaches people to ignore warnings (`plan` and the compile still say
+# how many ranks a run records).
+DEFAULT_RANKS = (0,)
+
+
 def more_ranks_than_named(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
     ranks = plan.recorded_ranks
+    if config.capture.ranks == DEFAULT_RANKS:
+        return
     if ranks.ranks_per_report > 1 and ranks.extra:
         yield (
             "capture.ranks",

@@ -64,7 +64,7 @@ def test_the_users_own_tmpdir_and_pythonpath_are_kept() -> None:
     [
         (EKS, [DSHM, {"name": "nsys-tmp", "mountPath": "/nsys-tmp"}, SITE],
          ["nsys-tmp:emptyDir", "nsysgen-site:configMap"]),
-        ([*EKS, "workload.fsdp.script=/fsx/t.py"],
+        ([*EKS, "workload.fsdp.script=/fsx/t.py", "workload.fsdp.args=[]"],
          [DSHM, {"name": "nsys-tmp", "mountPath": "/nsys-tmp"},
           {"name": "shared-fs", "mountPath": "/fsx"}, SITE],
          ["nsys-tmp:emptyDir", "shared-fs:persistentVolumeClaim", "nsysgen-site:configMap"]),

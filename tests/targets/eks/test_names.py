@@ -102,7 +102,7 @@ def test_labelled_and_recording_pods(
 def test_where_the_pods_find_the_script(
     composer: Composer, script: str, place: str, shadow: str | None, mounts: bool
 ) -> None:
-    config = config_of(composer, *EKS, f"workload.fsdp.script={script}")
+    config = config_of(composer, *EKS, f"workload.fsdp.script={script}", "workload.fsdp.args=[]")
     assert (script_place(config), shadowing_mount(config), mounts_shared_fs(config)) == (
         place, shadow, mounts,
     )  # fmt: skip
