@@ -102,7 +102,9 @@ class ProfilePlan:
         the task runs it."""
         first = self.recorded[0] if len(self.recorded) else None
         extra = self.collector_args if first and first.collectors else ()
-        return ("nsys", "profile", *self.handed_over((*self.profile_args, *extra)), "<program>")
+        # The program as the launch starts it, arguments and all: what runs is what was declared.
+        program = self.program.command if self.program is not None else ("<program>",)
+        return ("nsys", "profile", *self.handed_over((*self.profile_args, *extra)), *program)
 
 
 class Scheduler(Protocol):

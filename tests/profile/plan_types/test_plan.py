@@ -6,8 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from nsysgen.profile.plan_types import AnalysisJob
+from nsysgen.profile.plan_types import AnalysisJob, ProfilePlan
 from tests.profile.configs import planned
+
+
+def program(plan: ProfilePlan) -> tuple[str, ...]:
+    """The program as the launch starts it, ending the nsys command (the declared one)."""
+    assert plan.program is not None
+    return plan.program.command
+
+
+def test_the_program_ends_the_command_arguments_and_all() -> None:
+    _, plan = planned(
+        "workload=fsdp", "workload.fsdp.script=/fsx/mine.py", "workload.fsdp.args=[--x]"
+    )
+    assert plan.nsys_command[-2:] == ("/fsx/mine.py", "--x")
 
 
 def test_the_command_of_the_first_recorded_task_with_its_collectors() -> None:
@@ -19,7 +32,7 @@ def test_the_command_of_the_first_recorded_task_with_its_collectors() -> None:
         "profile",
         *plan.profile_args,
         "--gpu-metrics-devices=all",
-        "<program>",
+        *program(plan),
     )
 
 
@@ -29,10 +42,10 @@ def test_a_first_task_without_collectors_runs_the_plain_switches() -> None:
     quiet = dataclasses.replace(
         plan, recorded=dataclasses.replace(plan.recorded, collects=lambda t, n, lo: False)
     )
-    assert quiet.nsys_command == ("nsys", "profile", *plan.profile_args, "<program>")
+    assert quiet.nsys_command == ("nsys", "profile", *plan.profile_args, *program(plan))
     empty = dataclasses.replace(plan, recorded=dataclasses.replace(plan.recorded, listed=()))
     assert empty.reports == 0
-    assert empty.nsys_command == ("nsys", "profile", *plan.profile_args, "<program>")
+    assert empty.nsys_command == ("nsys", "profile", *plan.profile_args, *program(plan))
 
 
 def test_switches_the_injector_owns_are_not_handed_over() -> None:
