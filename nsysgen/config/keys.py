@@ -110,7 +110,18 @@ def takes_list(path: str) -> bool:
     return any(key.takes_list for key in catalog() if key.path == path)
 
 
+# Words for a setting that nsysgen names otherwise, and where it is.
+_NAMED_OTHERWISE = {
+    "scheduler": "target (target=slurm or target=eks)",
+    "orchestrator": "target (target=slurm or target=eks)",
+    "platform": "target (target=slurm or target=eks)",
+    "launcher": "workload.launch (per_node or per_gpu)",
+}
+
+
 def suggest(word: str, choices: list[str]) -> str:
     """' (did you mean X?)' for the closest choices, or ''."""
+    if word in _NAMED_OTHERWISE and word not in choices:
+        return f" (did you mean {_NAMED_OTHERWISE[word]}?)"
     close = difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
     return f" (did you mean {' or '.join(close)}?)" if close else ""

@@ -43,10 +43,13 @@ def check_shape(text: str) -> None:
 
 def quoting_hint(text: str) -> str:
     """Hydra's grammar takes '=' inside a list item as syntax; quoted items hold it."""
-    value = text.partition("=")[2]
+    key, _, value = text.partition("=")
+    example = '["--max_steps=200", "--lr=1e-4"]'
     if "[" in value and "=" in value:
-        example = '["--max_steps=200", "--lr=1e-4"]'
-        return f"; list items holding '=' need quotes: {text.partition('=')[0]}='{example}'"
+        return f"; list items holding '=' need quotes: {key}='{example}'"
+    if "=" in value and key.endswith((".args", ".argv", "extra_args")):
+        # `args=--max_steps=500,--lr=1e-4`: a list without its brackets.
+        return f"; a list is written in brackets, items holding '=' quoted: {key}='{example}'"
     return ""
 
 

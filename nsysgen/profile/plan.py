@@ -51,6 +51,15 @@ def window_end(config: Config) -> float | None:
     return None
 
 
+def _span(start: float, end: float) -> str:
+    """`20 s to 30 s`; with fast steps, to the tenth or millisecond that tells them apart
+    (never "10 s to 10 s")."""
+    for digits in (0, 1, 3):
+        if f"{start:.{digits}f}" != f"{end:.{digits}f}":
+            return f"{start:.{digits}f} s to {end:.{digits}f} s"
+    return f"{start:.3f} s to {end:.3f} s"
+
+
 def _window(config: Config) -> tuple[str, float | None]:
     capture, end = config.capture, window_end(config)
     if capture.mode == "window":
@@ -61,8 +70,8 @@ def _window(config: Config) -> tuple[str, float | None]:
         first, last = capture.first_step or 0, capture.last_step or 0
         step = config.workload.step_seconds
         return (
-            f"training steps {first}..{last} (about {first * step:.0f} s to {end:.0f} s "
-            f"after the loop starts, at workload.estimate.step_seconds={step})",
+            f"training steps {first}..{last} (about {_span(first * step, end)} after the loop "
+            f"starts, at workload.estimate.step_seconds={step})",
             end,
         )
     domain = f"@{capture.nvtx_domain}" if capture.nvtx_domain else ""

@@ -53,7 +53,15 @@ HOSTILE: list[str | bytes] = [
     "nccl:/../x",
 ]
 NAMES = ["$HOME", "a b", "x" * 200, "%q{SLURM_JOB_ID}", "\u00e9t\u00e9", "-rf", "..", "job 1"]
-JOB_NAMES = ["$x^$_{a}", "j" * 200, "a b", "\u00e9t\u00e9", "%s%n", "-rf", "<b>x</b>"]
+JOB_NAMES = [
+    "$x^$_{a}",
+    "j" * 200,
+    "a b",
+    "\u00e9t\u00e9",
+    "%s%n",
+    "-rf",
+    "<b>x<b>",
+]  # no "/": a name, not a path
 OK_EXITS = {0, 2}
 
 
