@@ -3,6 +3,8 @@ target that nsysgen names otherwise, a list without its brackets, a window of fa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import RunCli
 
 
@@ -36,3 +38,28 @@ def test_a_window_of_fast_steps_never_reads_from_a_time_to_itself(run_cli: RunCl
     )
     assert result.code == 0, result.err
     assert "about 1.000 s to 1.020 s after the loop starts" in " ".join(result.out.split())
+
+
+OWN = ["target.job_script=yours", "workload=command", "workload.command.argv=[bash,t.sh]"]
+
+
+def test_an_environment_file_off_the_shared_filesystem_is_said(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    result = run_cli(*OWN, f"output_dir={tmp_path}")
+    assert result.code == 0, result.err
+    said = " ".join(result.out.split())
+    assert (
+        f"warning: {tmp_path.resolve()}/command-p5-slurm is a path on this machine, not under "
+        in said
+    )
+    assert "cluster.shared_fs=/fsx: copy the folder" in said
+
+
+def test_an_environment_file_on_the_shared_filesystem_is_not_warned(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    result = run_cli(*OWN, f"cluster.shared_fs={shared}", f"output_dir={shared}/setups")
+    assert result.code == 0, result.err
+    assert "is a path on this machine" not in result.out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator, Mapping
 
 from nsysgen.errors import Issue
@@ -198,10 +199,17 @@ class Slurm:
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         if not own_script(config):
             return ()
+        shared = posixpath.normpath(config.cluster.shared_fs)
+        elsewhere = () if (folder + "/").startswith(shared.rstrip("/") + "/") else (
+            f"warning: {folder} is a path on this machine, not under cluster.shared_fs="
+            f"{shared}: copy the folder to the cluster's shared filesystem (as nsysgen "
+            f"compiles it there: output_dir={shared}/...) and source it from there",
+        )  # fmt: skip
         return (
             "your job script: source the setup's environment, then start the program through",
             "nsys-exec in its srun line (as this folder's README says):",
             *(f"  {line}" for line in own_script_change(config, plan, folder)),
+            *elsewhere,
         )
 
 
