@@ -2,7 +2,8 @@
 and where it comes from (the folder's README, "Before you apply", and `nsysgen plan`).
 
 Only what a user installs or makes: the scripts of the folder install the injector, and say so.
-Every command is read-only (get, describe, helm status) and its values shell-quoted.
+Every command is read-only (get, describe, helm status; the image's probe runs the image on
+this machine, with docker, and touches no cluster) and its values shell-quoted.
 """
 
 from __future__ import annotations
@@ -226,6 +227,35 @@ def _storage(config: Config) -> list[Prerequisite]:
     return found
 
 
+def _image(config: Config) -> list[Prerequisite]:
+    """The process the injector matches: nothing is recorded unless the image's torchrun starts
+    as the pattern says (an image whose torchrun runs under /usr/bin/python or from conda is
+    missed in silence). The check runs the image locally and prints its torchrun's path and
+    interpreter line."""
+    target = eks_settings(config)
+    image = config.workload.container_image
+    if image is None or target.injection_match is not None:
+        return []
+    expected = f"{target.torchrun_path} and #!{target.torchrun_interpreter}"
+    probe = 'command -v torchrun; head -n 1 "$(command -v torchrun)"'
+    return [
+        (
+            f"the image's torchrun starts as {target.torchrun_interpreter} "
+            f"{target.torchrun_path} (the injector's injectionMatch; else nothing is recorded): "
+            f"the check prints {expected}",
+            f"docker run --rm --entrypoint sh {quote(image)} -c {quote(probe)}",
+            "your image; where it differs, set target.torchrun_path and "
+            "target.torchrun_interpreter to what the check prints",
+        )
+    ]
+
+
 def prerequisites(config: Config) -> tuple[Prerequisite, ...]:
     """Everything the job needs on the cluster, in the order one installs it."""
-    return (*_nodes(config), *_job_api(config), *_injector(config), *_storage(config))
+    return (
+        *_nodes(config),
+        *_job_api(config),
+        *_injector(config),
+        *_image(config),
+        *_storage(config),
+    )

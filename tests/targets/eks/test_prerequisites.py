@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,7 @@ P4DE = ["experiment=fsdp-p4de-eks"]  # PyTorchJob, sidecar, reports on the share
 # The commands a check may run: reads only.
 READ_ONLY = re.compile(
     r"^(kubectl (get|describe) |helm status |ls |command -v |grep |tr |"
-    r"docker run --rm --entrypoint ls )"
+    r"docker run --rm --entrypoint (ls|sh) )"
 )
 
 
@@ -48,6 +50,9 @@ def test_a_trainjob_on_operator_26_in_install_order(composer: Composer) -> None:
         "the Nsight Operator CLI, nsight_operator.py (capture-window.sh, fetch-reports.sh and "
         "upgrade-injector.sh run it)",
         "Secret nsight-s3-storage (the bucket's storage-config.yaml)",
+        "the image's torchrun starts as /usr/bin/python3 /usr/local/bin/torchrun (the "
+        "injector's injectionMatch; else nothing is recorded): the check prints "
+        "/usr/local/bin/torchrun and #!/usr/bin/python3",
         "the training script /fsdp/train.py in the image",
         "Secret hf-token with key token (for HF_TOKEN)",
     ]
@@ -116,3 +121,30 @@ def test_chart_versions_and_where_the_cli_comes_from(composer: Composer) -> None
         "nsight_operator.py from NGC's nsight-operator-resources bundle, version 26.3.1 as the "
         "chart"
     )
+
+
+def test_the_image_probe_prints_what_the_injector_matches(
+    composer: Composer, tmp_path: Path
+) -> None:
+    """The check, run with a stand-in docker that runs the probe here, on an image whose
+    torchrun is /usr/local/bin/torchrun under /usr/bin/python3: it prints what the item says."""
+    found = {what: check for what, check, _ in prerequisites(config_of(composer, *EKS))}
+    [check] = [c for what, c in found.items() if what.startswith("the image's torchrun")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    torchrun = bin_dir / "torchrun"
+    torchrun.write_text("#!/usr/bin/python3\nprint('torchrun')\n")
+    torchrun.chmod(0o755)
+    docker = bin_dir / "docker"
+    # docker run --rm --entrypoint sh IMAGE -c PROBE  ->  sh -c PROBE
+    docker.write_text('#!/bin/sh\nshift 4\nshift\nexec sh "$@"\n')
+    docker.chmod(0o755)
+    done = subprocess.run(
+        ["bash", "-c", check],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.splitlines() == [str(torchrun), "#!/usr/bin/python3"]
+    assert check.startswith("docker run --rm --entrypoint sh ")
