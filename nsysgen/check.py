@@ -140,6 +140,13 @@ def describe_input(name: str, manifest: Manifest, compiled: Compiled) -> str:
     """What changed in one input: for a --config-dir file, each key with its old and new value
     (the manifest records them), so the user sees the edit before the files it changed."""
     before, after = manifest.input_keys.get(name), compiled.manifest.input_keys.get(name)
+    patch = compiled.config.training_patch
+    if patch is not None and name == patch.source:
+        # A training script: its digest is of what nsysgen decided from it, not of its text.
+        return (
+            f"what nsysgen decides from {name} changed since this folder was compiled (the "
+            "step loop or its line, the step numbering, the library, or the patch)"
+        )
     if before is None or after is None:
         return f"{name} changed since this folder was compiled"
     keys = changed_keys(before, after)

@@ -117,7 +117,7 @@ def compile_config(
     files = render(specs, command)
     overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
     patch = config.training_patch
-    inputs = {patch.source: patch.sha256} if patch else {}
+    inputs = {patch.source: patch.decided} if patch else {}
     inputs.update(TARGETS[config.target.name].inputs(config))
     manifest = build_manifest(
         files,

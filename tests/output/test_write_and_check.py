@@ -293,13 +293,23 @@ def test_regenerate_rewrites_stale_folders_says_why_and_keeps_hand_edits(
     assert run_cli("regenerate", f"output_dir={out}").out.splitlines() == [
         f"nsysgen regenerate: 0 updated, 2 current in {out}"
     ]
-    with (tmp_path / "train" / "train.py").open("a") as script:
-        script.write("\n# changed\n")
+    script = tmp_path / "train" / "train.py"
+    # An edit that changes nothing nsysgen decided (a comment, a learning rate): still current.
+    script.write_text(
+        script.read_text().replace("Adam(model.parameters())", "Adam(model.parameters(), lr=3e-4)")
+        + "\n# changed\n"
+    )
+    assert run_cli("check", f"output_dir={out}").code == 0
+    # A line above the loop moves it: what runs changes (its line in the numbering's scope).
+    script.write_text("import os\n" + script.read_text())
     check = run_cli("check", f"output_dir={out}")
     assert check.code == 1
     causes = [line for line in check.out.splitlines() if ": cause: " in line]
     assert [line.split(":")[0] for line in causes] == [str(out / "a"), str(out / "b")]
-    assert "train/train.py changed since this folder was compiled" in causes[0]
+    assert (
+        "what nsysgen decides from train/train.py changed since this folder was compiled"
+        in (causes[0])
+    )
     assert "folder(s) because an input file changed" in check.out.splitlines()[-1]
     (out / "b" / "README.md").write_text("my notes\n")
     kept = run_cli("regenerate", f"output_dir={out}")
