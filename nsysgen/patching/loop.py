@@ -103,8 +103,29 @@ def without_loop(script: Script) -> Function:
         raise LibraryLoopError(library)
     function = step_function(script)
     if function is None:
-        raise FindError(f"{NO_LOOP}; {LOOP_HINT}", "loop_line")
+        raise FindError(f"{NO_LOOP}; {LOOP_HINT}{_candidates(script)}", "loop_line")
     return function
+
+
+CANDIDATES = 4  # loops named where none trains visibly
+
+
+def _candidates(script: Script) -> str:
+    """Where no loop visibly trains (its step runs in another file: a loss scaler's wrapper, a
+    trainer's method), the loops that may: those that call out of this file, the outermost
+    first, so that the question names answers (never a dead end)."""
+    loops = [
+        node
+        for node in ast.walk(script.tree)
+        if isinstance(node, ast.For | ast.While) and any(True for _ in direct_calls(node))
+    ]
+    if not loops:
+        return " (this file has no loop: the training loop is in another file; set "\
+            "workload.<kind>.source to that file)"  # fmt: skip
+    loops.sort(key=lambda loop: loop.lineno)
+    named = ", ".join(_where(script, loop) for loop in loops[:CANDIDATES])
+    more = f" and {len(loops) - CANDIDATES} more" if len(loops) > CANDIDATES else ""
+    return f" (loops of this file: {named}{more})"
 
 
 def step_function(script: Script) -> Function | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import textwrap
 
-from nsysgen.patching.patch import analyse
+import pytest
+
+from nsysgen.patching.patch import PatchError, analyse
 
 RL_WARM_UP = """\
 import torch
@@ -86,3 +88,30 @@ def test_a_count_set_back_after_each_log_is_not_the_step_counter() -> None:
         """)
     )
     assert found.at_step == "train_steps + 1"
+
+
+def test_where_no_loop_visibly_trains_the_question_names_the_loops() -> None:
+    """The step runs in another file (a loss scaler's wrapper): loop_line is asked for, with the
+    file's loops as candidates, and the one given is taken."""
+    source = textwrap.dedent("""\
+        from utils import scaler_step
+
+        def train_one_epoch(model, loader):
+            for idx, batch in enumerate(loader):
+                loss = model(batch)
+                scaler_step(loss)
+
+        def main():
+            for epoch in range(10):
+                train_one_epoch(model, loader)
+        """)
+    with pytest.raises(PatchError) as asked:
+        analyse(source)
+    assert asked.value.setting == "loop_line"
+    assert "(loops of this file: line 4 (in train_one_epoch), line 9 (in main))" in str(asked.value)
+    assert analyse(source, loop_line=4).node.lineno == 4
+
+
+def test_a_file_without_loops_points_to_the_file_that_has_it() -> None:
+    with pytest.raises(PatchError, match="this file has no loop: the training loop is in another"):
+        analyse("import torch\nmodel = torch.nn.Linear(2, 2)\n")

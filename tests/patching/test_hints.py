@@ -36,7 +36,10 @@ def test_no_loop_names_loop_line() -> None:
     source = "x = 1\n"
     with pytest.raises(FindError) as error:
         find(ast.parse(source), source, None, None)
-    assert str(error.value) == f"{NO_LOOP}; {LOOP_HINT}"
+    assert str(error.value) == (
+        f"{NO_LOOP}; {LOOP_HINT} (this file has no loop: the training loop is in another file; "
+        "set workload.<kind>.source to that file)"
+    )
     assert error.value.setting == "loop_line"
 
 

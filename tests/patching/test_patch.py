@@ -130,7 +130,7 @@ def test_helper_selects_ranks_from_the_environment() -> None:
             None,
             "found no training loop (a for or while loop that reaches .backward() or an "
             "optimizer's .step(), directly or through functions of this file); set loop_line to "
-            "the line of the step loop's `for` or `while`",
+            "the line of the step loop's `for` or `while` (loops of this file: line 2)",
         ),
         (
             "for a in b:\n    l.backward()\nfor c in d:\n    l.backward()\n",
@@ -154,7 +154,7 @@ def test_helper_selects_ranks_from_the_environment() -> None:
             None,
             "found no training loop (a for or while loop that reaches .backward() or an "
             "optimizer's .step(), directly or through functions of this file); set loop_line to "
-            "the line of the step loop's `for` or `while`",
+            "the line of the step loop's `for` or `while` (loops of this file: line 1)",
         ),
         (
             "while x:\n    l.backward()\n    opt.step()\n    a += 1\n    b += 1\n",
