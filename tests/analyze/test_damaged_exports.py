@@ -146,3 +146,29 @@ def test_a_report_cut_short_fails_its_export_by_name(
     report = cut(REPORT, tmp_path / "r" / "r.nsys-rep", REPORT.stat().st_size // 2)
     err = refused(run_cli, report.parent, *HOW[how], "--nsys", str(real_nsys))
     assert err.startswith(f"error: nsys export failed for {report}: "), err
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("DROP TABLE StringIds", "SQLite says: no such table: StringIds"),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL",
+            "a value of a type nsys does not write",
+        ),
+    ],
+    ids=["no-strings", "null-process"],
+)
+def test_an_export_of_tables_nsys_does_not_write_is_refused_by_name(
+    tmp_path: Path, run_cli: RunCli, how: str, sql: str, why: str
+) -> None:
+    export = tmp_path / "r" / "r_rank0.sqlite"
+    export.parent.mkdir()
+    shutil.copy(EXPORT, export)
+    with closing(sqlite3.connect(export)) as db:
+        db.execute(sql)
+        db.commit()
+    err = refused(run_cli, export.parent, *HOW[how])
+    assert err.startswith(f"error: {export}: {REFUSED} ({why}"), err
+    assert "Traceback" not in err
