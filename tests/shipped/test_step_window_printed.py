@@ -156,3 +156,29 @@ def test_the_helper_writes_what_it_says_where_it_is_told(tmp_path: Path) -> None
     written = log.read_text()
     assert "nsysgen: the run ended after 12 training steps" in written
     assert written.split()[0].isdigit()  # the process's id first
+
+
+LATE_PHASE = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+global_step = 0
+for phase in range(2):
+    optimizer = torch.optim.AdamW(model.parameters())  # made anew after 70 steps
+    for batch in range(70):
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+        global_step += 1
+        print(f"step {global_step}")
+        print("@@ log", global_step)
+"""
+
+
+def test_a_new_optimizer_after_the_learning_limit_keeps_the_numbering(tmp_path: Path) -> None:
+    """The cycle is learned over the first 64 optimizer steps; a second phase's optimizer made
+    after them is one more optimizer stepping once a step: the window at 100..103 opens there,
+    numbered as printed."""
+    result = run(tmp_path, LATE_PHASE, window(100, 103))
+    assert result.recorded == ["step 100", "step 101", "step 102", "step 103"], result.stderr
+    assert not result.mismatched, result.mismatched
