@@ -9,6 +9,7 @@ pipeline's stages) are matched within their own group.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from nsysgen.analyze.steps import Collective, RankTables
@@ -91,14 +92,37 @@ def matched(by_rank: dict[int, list[Comm]]) -> tuple[list[list[Member]], str, bo
     return groups, "order in step", len(counts) > 1
 
 
-def stages(by_rank: dict[int, list[Comm]]) -> list[dict[int, list[Comm]]]:
-    """The step's ranks in groups that ran the same collectives (kernel names, in order): a
-    pipeline's stages, each with its data-parallel peers, judged apart (a bubble, waiting for
-    another stage, is no rank's lateness). One group where all ran the same, or where a
-    sequence is one rank's alone (a rank short of a kernel is matched by order, as before)."""
+# A point-to-point kernel (a pipeline's send or receive): ncclDevKernel_SendRecv, and the
+# older ncclKernel_SendRecv_*, ncclDevKernel_Send*, ncclDevKernel_Recv*.
+_P2P = re.compile(r"SendRecv|nccl\w*?_(?:Send|Recv)(?![a-z])", re.IGNORECASE)
+
+
+def stages(
+    by_rank: dict[int, list[Comm]], layout: tuple[int, int] | None = None
+) -> list[dict[int, list[Comm]]] | None:
+    """The step's ranks in groups judged apart: a pipeline's stages, each with its
+    data-parallel peers (a bubble, waiting for another stage, is no rank's lateness).
+
+    `layout` (stages, world): contiguous blocks of world/stages ranks, as Megatron and
+    torchtitan order them (the pipeline outermost). Without it, the groups of ranks that ran the
+    same collectives (kernel names, in order); one group where all ran the same, or where a
+    sequence is one rank's alone (a rank short of a kernel is matched by order, as before).
+    None where that cannot tell: every rank ran the same names and some are point-to-point
+    kernels, so the stages' sends and receives look alike and their all-reduces would be
+    matched across stages."""
+    if layout is not None:
+        count, world = layout
+        per_stage = max(1, -(-world // max(1, count)))
+        blocks: dict[int, dict[int, list[Comm]]] = defaultdict(dict)
+        for rank, comms in by_rank.items():
+            blocks[rank // per_stage][rank] = comms
+        return [blocks[key] for key in sorted(blocks)]
     found: dict[tuple[str, ...], dict[int, list[Comm]]] = defaultdict(dict)
     for rank, comms in by_rank.items():
         found[tuple(c[4].name for c in comms)][rank] = comms
     if len(found) > 1 and all(len(group) >= 2 for group in found.values()):
         return list(found.values())
+    names = {c[4].name for comms in by_rank.values() for c in comms}
+    if any(_P2P.search(name) for name in names):
+        return None
     return [by_rank]

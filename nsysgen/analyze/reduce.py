@@ -32,6 +32,7 @@ class Options:
     straggler_min_ms: float = 1.0
     straggler_min_percent: float = 25.0
     world_size: int | None = None
+    pipeline_stages: int | None = None  # the job's; None: told apart by the collectives ran
     baseline: Path | None = None
     regression_threshold: float = 10.0
     regression_min_ms: float = 0.1
@@ -89,7 +90,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     except RankCollision as error:
         raise AnalyzeError(str(error)) from None
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
-    lateness = measure(ranks, thresholds)
+    lateness = measure(ranks, thresholds, options.pipeline_stages)
     stragglers = find(ranks, lateness, thresholds)
     world = options.world_size or max(1, len(ranks))
     names = [r.name for r in reduced]

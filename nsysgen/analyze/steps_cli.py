@@ -68,6 +68,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ranks in the job, for bus bandwidth (default: the ranks found in the reports)",
     )
     group.add_argument(
+        "--pipeline-stages",
+        type=int,
+        metavar="N",
+        help="the job's pipeline stages, ranks in contiguous blocks of world/N (Megatron's and "
+        "torchtitan's order): ranks are judged among their own stage's peers (default: told "
+        "apart by the collectives each rank ran, where they differ)",
+    )
+    group.add_argument(
         "--cluster",
         metavar="NAME|FILE.yaml",
         help="the cluster whose NVLink and EFA figures NCCL bus bandwidth is held against: a "
@@ -82,6 +90,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         load(args.baseline)
     if args.world_size is not None and args.world_size < 1:
         raise AnalyzeError(f"--world-size {args.world_size}: must be at least 1")
+    if args.pipeline_stages is not None and args.pipeline_stages < 1:
+        raise AnalyzeError(f"--pipeline-stages {args.pipeline_stages}: must be at least 1")
     if args.cluster is not None:
         fabric.from_cluster(args.cluster)
 
@@ -105,6 +115,7 @@ def options(
         straggler_min_ms=args.straggler_min_ms,
         straggler_min_percent=args.straggler_min_percent,
         world_size=args.world_size,
+        pipeline_stages=args.pipeline_stages,
         baseline=args.baseline,
         regression_threshold=args.regression_threshold,
         regression_min_ms=args.regression_min_ms,

@@ -92,6 +92,8 @@ class Lateness:
     stages: dict[int, int] = field(default_factory=dict)  # step -> groups judged apart (>1)
     reports: dict[int, str] = field(default_factory=dict)  # rank -> its report
     unwalked: list[int] = field(default_factory=list)  # steps without landmarks on some rank
+    # Steps of point-to-point kernels whose pipeline stages the names do not tell apart.
+    unsplit: list[int] = field(default_factory=list)
 
 
 def _record_waits(
@@ -240,8 +242,13 @@ def _judge(
     return True
 
 
-def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> Lateness:
+def measure(
+    ranks: list[RankTables], thresholds: Thresholds | None = None, pipeline: int | None = None
+) -> Lateness:
+    """Every rank's lateness and wait on every step (`pipeline`: the number of pipeline stages,
+    where the job has them and the kernel names cannot tell them apart)."""
     thresholds = thresholds or Thresholds()
+    layout = (pipeline, len(ranks)) if pipeline and pipeline > 1 else None
     result = Lateness({}, {}, {}, 0, [])
     result.reports = {rank_of(t): t.report for t in ranks}
     step_ms, comms = per_step(ranks)
@@ -250,7 +257,10 @@ def measure(ranks: list[RankTables], thresholds: Thresholds | None = None) -> La
     for step, by_rank in sorted(comms.items()):
         if len(by_rank) < 2:
             continue
-        groups = stages(by_rank)
+        found = stages(by_rank, layout)
+        if found is None:
+            result.unsplit.append(step)
+        groups = found or []
         if len(groups) > 1:
             result.stages[step] = len(groups)
         judged = [_judge(step, group, rows[step], thresholds, sums, result) for group in groups]

@@ -332,6 +332,13 @@ def path_limits(lateness: Lateness) -> list[str]:
             "stage is found among its own stage's peers, and the step had it been on time is "
             "within its stage"
         )
+    if lateness.unsplit:
+        found.append(
+            f"pipeline stages not told apart on {len(lateness.unsplit)} step(s) "
+            f"({steps_text(lateness.unsplit)}): every rank ran the same kernels, point-to-point "
+            "among them, so a stage's sends and receives look alike; judged by step time only "
+            "(pass --pipeline-stages N for the job's N stages)"
+        )
     if lateness.unwalked:
         found.append(
             f"critical path not walked on {len(lateness.unwalked)} step(s) "

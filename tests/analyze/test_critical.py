@@ -23,7 +23,7 @@ from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.report import read_export
 from nsysgen.analyze.steps import Collective, RankTables, StepRow
 from nsysgen.analyze.stragglers import Lateness, Thresholds, find, measure
-from nsysgen.analyze.summary import Summary, build
+from nsysgen.analyze.summary import Summary, build, path_limits
 from tests.conftest import REPO
 
 JUDGED = range(9, 15)  # steps 8..15 recorded; the window's edges are not judged
@@ -205,3 +205,26 @@ def test_pipeline_stages_are_judged_apart_and_a_bubble_is_no_ones_lateness() -> 
     assert lateness.late_ms[(1, 3)] == pytest.approx(9.0)
     assert lateness.late_ms[(2, 3)] == 0.0 and lateness.late_ms[(3, 3)] == 0.0
     assert lateness.late_ms[(0, 3)] == 0.0
+
+
+def test_stages_of_one_kernel_name_are_judged_apart_given_the_layout() -> None:
+    """The same step as above, where sends and receives are both ncclDevKernel_SendRecv (as
+    NCCL names them): the names do not tell the stages apart, so nobody is judged late by the
+    collectives (never the bubble as lateness) and the limit says so; given the job's 2
+    pipeline stages, rank 1 is late by its 9 ms among its own stage."""
+    p2p, reduce = "ncclDevKernel_SendRecv", "ncclAllReduce"
+    ranks = [
+        stage_rank(0, [p2p, reduce], [5.0, 12.0], 1.0),
+        stage_rank(1, [p2p, reduce], [14.0, 21.0], 10.0),
+        stage_rank(2, [p2p, reduce], [1.0, 24.0], 21.0),
+        stage_rank(3, [p2p, reduce], [1.0, 24.0], 21.0),
+    ]
+    thresholds = Thresholds(min_ms=1.0, min_fraction=0.05)
+    unknown = measure(ranks, thresholds)
+    assert unknown.unsplit == [3] and unknown.evidence == {3: "step-time"}
+    assert all(value == 0.0 for value in unknown.late_ms.values())
+    assert "pass --pipeline-stages N" in " ".join(path_limits(unknown))
+    given = measure(ranks, thresholds, pipeline=2)
+    assert given.unsplit == [] and given.stages == {3: 2}
+    assert given.late_ms[(1, 3)] == pytest.approx(9.0)
+    assert given.late_ms[(2, 3)] == 0.0 and given.late_ms[(3, 3)] == 0.0

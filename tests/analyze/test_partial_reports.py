@@ -108,3 +108,10 @@ def test_a_hostile_job_name_is_plain_text_in_every_figure(
     result = run_cli("analyze", str(folder), "--output", str(tmp_path / "out"), "--serial")
     assert result.code == 0, result.err
     assert list((tmp_path / "out").glob("*.png"))
+
+
+def test_pipeline_stages_below_one_are_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    folder = slow_run(tmp_path / "r")
+    result = run_cli("analyze", str(folder), "--pipeline-stages", "0", "--serial")
+    assert result.code == 2 and "--pipeline-stages 0: must be at least 1" in result.err
+    assert not (folder / "analysis").exists()
