@@ -4,10 +4,29 @@ chosen nsys version offers."""
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from nsysgen.model import Config
 from nsysgen.profile.plan_types import RecipeRun
+from nsysgen.profile.workloads.command import CommandSettings
 from nsysgen.profile.workloads.registry import workload_kind
+
+# A command's launcher of ranks that talk through NCCL (torchrun's, deepspeed's, accelerate's
+# workers; `python -m torch.distributed.run`).
+_NCCL_LAUNCHERS = ("torchrun", "deepspeed", "accelerate")
+_NCCL_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def uses_nccl(config: Config) -> bool:
+    """The workload's ranks talk through NCCL: its kind's, or a command that launches them."""
+    if workload_kind(config).uses_nccl:
+        return True
+    settings = config.workload.settings
+    if not isinstance(settings, CommandSettings):
+        return False
+    return any(
+        PurePosixPath(arg).name in _NCCL_LAUNCHERS or arg in _NCCL_MODULES for arg in settings.argv
+    )
 
 
 def _fitting(config: Config) -> list[str]:
@@ -27,7 +46,7 @@ def _fitting(config: Config) -> list[str]:
         ]
     if cuda and nvtx:
         picks.append("nvtx_gpu_proj_sum")
-    if cuda and workload_kind(config).uses_nccl:
+    if cuda and uses_nccl(config):
         picks += ["nccl_sum", "nccl_gpu_time_util_map"]
     if config.capture.nccl_trace:
         picks.append("nccl_straggler")  # reads advanced NCCL tracing only (nsys 2026.4.1+)

@@ -328,7 +328,7 @@ def _declared_program(config: Config) -> Iterator[Issue]:
                 "workload.command.argv",
                 f"{' '.join(placeholder)} is the bundled placeholder, not a program of yours: "
                 "set workload.command.argv to your program and its arguments "
-                "('workload.command.argv=[torchrun,--nproc-per-node=8,/fsx/train.py]')",
+                "('workload.command.argv=[torchrun, \"--nproc-per-node=8\", /fsx/train.py]')",
             )
 
 

@@ -56,3 +56,14 @@ def test_listed_recipes_run_as_listed_and_pace_once_per_kernel() -> None:
 def test_no_kernel_pace_without_a_cuda_trace() -> None:
     assert names("capture.trace=[nvtx]", "capture.pace_kernels=[k1]") == ["nvtx_sum"]
     assert names("capture.pace_kernels=[k1]")[-1] == "cuda_gpu_kern_pace"
+
+
+def test_a_command_that_launches_ranks_through_torchrun_gets_the_nccl_recipes() -> None:
+    command = "workload=command"
+    assert "nccl_sum" in names(
+        command, 'workload.command.argv=[torchrun,"--nproc-per-node=8",t.py]'
+    )
+    assert "nccl_sum" in names(
+        command, "workload.command.argv=[python3,-m,torch.distributed.run,t.py]"
+    )
+    assert "nccl_sum" not in names(command, "workload.command.argv=[/fsx/bin/train,--iters,'10']")

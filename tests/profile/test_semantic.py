@@ -115,3 +115,11 @@ def test_the_placeholder_command_is_refused() -> None:
     assert [i.path for i in found] == ["workload.command.argv"]
     assert "the bundled placeholder" in found[0].message
     assert issues("workload=command", "workload.command.argv=[torchrun,/fsx/t.py]") == []
+    # The override each message shows is one that parses and compiles.
+    hint = found[0].message.split("('")[1].rstrip("')")
+    assert issues("workload=command", hint) == []
+    mine = issues("workload=fsdp", "workload.fsdp.script=/fsx/myrepo/train/train_loop.py")
+    hint = mine[0].message.split("('")[1].split("')")[0]
+    assert (
+        issues("workload=fsdp", "workload.fsdp.script=/fsx/myrepo/train/train_loop.py", hint) == []
+    )
