@@ -4,7 +4,8 @@ NVTX ranges), then, per case, one to three damages drawn from a seed: hostile te
 an export holds (kernel, range and NCCL names), dropped tables, deleted rows, numbers made null,
 negative, huge or text, exports cut short, hostile file names, a second job or a second copy of a
 rank. Each case runs the real CLI in this process; it passes when the exit is 0 or 2 with no
-traceback and nothing is written outside the case's folder.
+traceback and nothing is written outside the case's folder. The shipped verifier then reads and
+checks the same exports against a steps setup's contract: only a refusal by name may end it.
 
 tests/analyze/test_fuzz_reports.py runs some in the slow tier; bench/fuzz_reports.py runs
 thousands and prints the counts.
@@ -13,7 +14,9 @@ thousands and prints the counts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import json
 import random
 import shutil
 import sqlite3
@@ -227,7 +230,35 @@ def one(base_folder: Path, scratch: Path, seed: int) -> tuple[Outcome, str | Non
     case.mkdir(parents=True)
     damages = damaged(base_folder, case, seed)
     outcome = run(case, damages)
-    why = failure(case, outcome)
+    why = failure(case, outcome) or verify_case(case, _expect())
     if why is None:
         shutil.rmtree(case, ignore_errors=True)
     return outcome, why
+
+
+@functools.cache
+def _expect() -> object:
+    """A steps setup's run contract (committed golden output): what verify checks against."""
+    path = REPO / "tests/golden/local-python-steps/out/local-python-steps/nsysgen-expect.json"
+    return json.loads(path.read_text())
+
+
+def verify_case(case: Path, expect: object) -> str | None:
+    """The shipped verifier's reading and checking of each (damaged) export of the case, as
+    `check_one` runs them: only a sqlite3.Error may end a read (it names the report unreadable);
+    anything else raised is a failure (an exit 3 of nsysgen-verify.py)."""
+    from nsysgen.shipped.verify.checks import check_contents
+    from nsysgen.shipped.verify.contents import read_contents
+
+    for export in sorted((case / "reports").glob("*.sqlite")):
+        try:
+            contents = read_contents(export)
+        except (sqlite3.Error, TypeError, ValueError, OverflowError):
+            continue  # "unreadable", in check_one's words
+        except Exception as error:  # noqa: BLE001 - what the fuzzer looks for
+            return f"verify read {export.name}: {error!r}"
+        try:
+            check_contents(expect, contents, collectors=True)  # type: ignore[arg-type]
+        except Exception as error:  # noqa: BLE001 - what the fuzzer looks for
+            return f"verify check {export.name}: {error!r}"
+    return None

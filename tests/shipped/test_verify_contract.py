@@ -169,3 +169,12 @@ def test_a_link_in_the_runs_temp_folders_is_never_followed(tmp_path: Path) -> No
     (real / "deep").symlink_to(planted)
     (real / "mine.qdstrm").write_text("")
     assert _leftovers(real) == [real / "mine.qdstrm"]
+
+
+def test_step_numbers_of_any_size_are_text_not_a_range_to_build() -> None:
+    from nsysgen.shipped.verify.model import steps_text
+
+    assert steps_text([10, 11, 12]) == "10..12"
+    assert steps_text([1, 10**12]) == f"1,{10**12}"
+    assert steps_text([5, 10**30]) == f"5,{10**30}"
+    assert steps_text(list(range(0, 100, 2))).endswith(", ... (50 in all)")

@@ -73,9 +73,15 @@ class Result:
 def steps_text(steps: Sequence[int]) -> str:
     if not steps:
         return "none"
-    if list(steps) == list(range(steps[0], steps[-1] + 1)):
+    # Consecutive (sorted, distinct): as many as the span, never a range the size of the span
+    # built (a range named "step 99999999999999999999" is a report's text, not a step count).
+    if all(b == a + 1 for a, b in zip(steps, steps[1:], strict=False)):
         return f"{steps[0]}..{steps[-1]}" if len(steps) > 1 else str(steps[0])
-    return ",".join(map(str, steps))
+    shown = ",".join(map(str, steps[:STEPS_SHOWN]))
+    return shown + (f", ... ({len(steps)} in all)" if len(steps) > STEPS_SHOWN else "")
+
+
+STEPS_SHOWN = 20  # step numbers listed where they are not consecutive
 
 
 def plural(count: int, what: str) -> str:

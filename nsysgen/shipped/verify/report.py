@@ -10,7 +10,7 @@ from typing import Any
 
 from nsysgen.reports.contract import Expect
 from nsysgen.shipped.verify.checks import check_contents
-from nsysgen.shipped.verify.contents import read_contents
+from nsysgen.shipped.verify.contents import Contents, read_contents
 from nsysgen.shipped.verify.model import (
     STATE_DIR,
     Finding,
@@ -191,11 +191,8 @@ def _check_one(
         finding.problems.append(f"not readable by nsys {tools.version}: {why}")
         finding.causes.append("a truncated report: nsys was killed while writing it")
         return finding
-    try:
-        contents = read_contents(sqlite_file)
-    except sqlite3.Error as error:
-        finding.status = "unreadable"
-        finding.problems.append(f"its SQLite export is unreadable ({error})")
+    contents = _contents(sqlite_file, finding)
+    if contents is None:
         return finding
     checked = check_contents(expect, contents, entry["collectors"])
     finding.status = checked.status
@@ -204,6 +201,23 @@ def _check_one(
     finding.notes += checked.notes
     finding.numbering += checked.numbering
     return finding
+
+
+def _contents(sqlite_file: Path, finding: Finding) -> Contents | None:
+    """The export's contents, or None with the finding made unreadable and why."""
+    try:
+        return read_contents(sqlite_file)
+    except sqlite3.Error as error:
+        why = f"its SQLite export is unreadable ({error})"
+    except (TypeError, ValueError, OverflowError) as error:
+        # A value of another type than nsys writes: written or edited by something else.
+        why = (
+            f"its SQLite export holds a value of a type nsys does not write "
+            f"({type(error).__name__}: {error})"
+        )
+    finding.status = "unreadable"
+    finding.problems.append(why)
+    return None
 
 
 def extras(expect: Expect, files: list[Path]) -> list[Finding]:

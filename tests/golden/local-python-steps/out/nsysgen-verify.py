@@ -553,9 +553,15 @@ class Result:
 def steps_text(steps: Sequence[int]) -> str:
     if not steps:
         return "none"
-    if list(steps) == list(range(steps[0], steps[-1] + 1)):
+    # Consecutive (sorted, distinct): as many as the span, never a range the size of the span
+    # built (a range named "step 99999999999999999999" is a report's text, not a step count).
+    if all(b == a + 1 for a, b in zip(steps, steps[1:], strict=False)):
         return f"{steps[0]}..{steps[-1]}" if len(steps) > 1 else str(steps[0])
-    return ",".join(map(str, steps))
+    shown = ",".join(map(str, steps[:STEPS_SHOWN]))
+    return shown + (f", ... ({len(steps)} in all)" if len(steps) > STEPS_SHOWN else "")
+
+
+STEPS_SHOWN = 20  # step numbers listed where they are not consecutive
 
 
 def plural(count: int, what: str) -> str:
@@ -1498,11 +1504,8 @@ def _check_one(
         finding.problems.append(f"not readable by nsys {tools.version}: {why}")
         finding.causes.append("a truncated report: nsys was killed while writing it")
         return finding
-    try:
-        contents = read_contents(sqlite_file)
-    except sqlite3.Error as error:
-        finding.status = "unreadable"
-        finding.problems.append(f"its SQLite export is unreadable ({error})")
+    contents = _contents(sqlite_file, finding)
+    if contents is None:
         return finding
     checked = check_contents(expect, contents, entry["collectors"])
     finding.status = checked.status
@@ -1511,6 +1514,23 @@ def _check_one(
     finding.notes += checked.notes
     finding.numbering += checked.numbering
     return finding
+
+
+def _contents(sqlite_file: Path, finding: Finding) -> Contents | None:
+    """The export's contents, or None with the finding made unreadable and why."""
+    try:
+        return read_contents(sqlite_file)
+    except sqlite3.Error as error:
+        why = f"its SQLite export is unreadable ({error})"
+    except (TypeError, ValueError, OverflowError) as error:
+        # A value of another type than nsys writes: written or edited by something else.
+        why = (
+            f"its SQLite export holds a value of a type nsys does not write "
+            f"({type(error).__name__}: {error})"
+        )
+    finding.status = "unreadable"
+    finding.problems.append(why)
+    return None
 
 
 def extras(expect: Expect, files: list[Path]) -> list[Finding]:
