@@ -11,6 +11,7 @@ import json
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -143,8 +144,12 @@ def new_figure(
 
 
 def save(build: Callable[[], Any], target: Path) -> Path:
-    figure = build()
-    figure.savefig(target, dpi=110)
+    # Names come from reports: a tab, a control character or a script the font lacks is drawn
+    # as a box, never an error (matplotlib warns per missing glyph; `-W error` would stop).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        figure = build()
+        figure.savefig(target, dpi=110)
     pyplot().close(figure)
     return target
 
