@@ -9,8 +9,6 @@ each kind has its own frozen settings dataclass, a subclass of `WorkloadSettings
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -231,16 +229,6 @@ class TrainingPatch:
     # A library's loop: the number its counter gives the first step, and the library's name.
     library_first: int | None = None
     library: str = ""
-
-    @property
-    def decided(self) -> str:
-        """A digest of what nsysgen decided from the script: the patch, the step loop and its
-        line, the numbering, the library. The manifest records this, not the file's hash:
-        `check` fails where regenerating would change what runs, and an edit that changes
-        none of it (a learning rate) keeps it green."""
-        facts = [self.diff, self.detected, self.at_step, self.scope, self.library_first]
-        text = json.dumps([*facts, self.library], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from nsysgen.errors import InvalidConfig, Issue
 from nsysgen.output.manifest import Manifest, build_manifest
 from nsysgen.output.render import RenderedFile, render
 from nsysgen.profile.environment import job_env
-from nsysgen.profile.inputs import training_patch
+from nsysgen.profile.inputs import decided, training_patch
 from nsysgen.profile.lints import Finding, all_lints, run_lints
 from nsysgen.profile.plan import build_plan
 from nsysgen.profile.plan_types import ProfilePlan
@@ -117,7 +117,7 @@ def compile_config(
     files = render(specs, command)
     overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
     patch = config.training_patch
-    inputs = {patch.source: patch.decided} if patch else {}
+    inputs = {patch.source: decided(patch)} if patch else {}
     inputs.update(TARGETS[config.target.name].inputs(config))
     manifest = build_manifest(
         files,

@@ -215,17 +215,17 @@ def analysis() -> Any:
     library only), or None where it does not import."""
     sys.path.insert(0, os.environ.get("X2_REPO", str(Path.cwd())))
     try:
-        from nsysgen.analyze import report, steps, stragglers
+        from nsysgen.analyze import ranks, report, stragglers
 
-        return steps, stragglers, report
+        return ranks, stragglers, report
     except ImportError as error:
         log("nsysgen does not import here, no straggler check on the device:", error)
         return None
 
 
 def stragglers_of(trimmed: list[Path], modules: Any) -> dict[str, Any]:
-    steps, stragglers, report = modules
-    tables = steps.assign_ranks([report.read_export(p).tables for p in trimmed])
+    ranks, stragglers, report = modules
+    tables = ranks.assign_ranks([report.read_export(p).tables for p in trimmed])
     lateness = stragglers.measure(tables)
     found = stragglers.find(tables, lateness, stragglers.Thresholds())
     collectives: dict[str, dict[str, int]] = {}

@@ -8,6 +8,7 @@ They are read during validation, not while artifacts are rendered, so that `plan
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from nsysgen.errors import Issue
@@ -82,6 +83,15 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
         at_step,
         scope,
     )
+
+
+def decided(patch: TrainingPatch) -> str:
+    """A digest of what nsysgen decided from the script (the patch, the step loop and its line,
+    the numbering, the library), which the manifest records instead of the file's hash: `check`
+    fails where regenerating would change what runs, never for an edit that changes none of it
+    (a learning rate)."""
+    facts = [patch.diff, patch.detected, patch.at_step, patch.scope, patch.library_first]
+    return hashlib.sha256(json.dumps([*facts, patch.library]).encode()).hexdigest()
 
 
 def _library_loop(source: str) -> LibraryLoop | None:

@@ -148,3 +148,16 @@ def test_a_script_that_cannot_be_read_or_has_no_loop_is_an_issue(here: Path) -> 
     issue = training_patch(config(*STEPS, "workload.python.source=flat.py"))
     assert isinstance(issue, Issue) and issue.path == "workload.python.loop_line"
     assert issue.message.startswith("flat.py: found no training loop")
+
+
+def test_the_manifest_records_what_was_decided_not_the_scripts_text() -> None:
+    from dataclasses import replace
+
+    from nsysgen.model import TrainingPatch
+    from nsysgen.profile.inputs import decided
+
+    patch = TrainingPatch("train.py", "a" * 64, "", (("step loop", "train.py:10"),), "step", "m")
+    assert decided(replace(patch, sha256="b" * 64)) == decided(patch)  # an unrelated edit
+    assert decided(replace(patch, detected=(("step loop", "train.py:11"),))) != decided(patch)
+    assert decided(replace(patch, at_step="step + 1")) != decided(patch)
+    assert decided(replace(patch, diff="--- a\n")) != decided(patch)
