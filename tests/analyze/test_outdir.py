@@ -6,21 +6,12 @@ written outside --output. On real exports (tests/data/gpu/steps17)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from nsysgen.analyze import outdir
 from nsysgen.analyze.summary import SCHEMA
-from tests.conftest import REPO, RunCli, tree_bytes
-
-STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
-
-
-def reports(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    for rank in (0, 1):
-        shutil.copy(STEPS17 / f"s17-slow_job2_rank{rank}.sqlite", folder)
-    return folder
+from tests.analyze.test_partial_reports import slow_run as reports
+from tests.conftest import RunCli, tree_bytes
 
 
 def analyze(run_cli: RunCli, folder: Path, out: Path, *more: str) -> tuple[int, str]:
