@@ -5,8 +5,13 @@ written outside --output. On real exports (tests/data/gpu/steps17)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from nsysgen.analyze import outdir
 from nsysgen.analyze.summary import SCHEMA
@@ -77,3 +82,32 @@ def test_an_output_under_a_file_is_exit_2(tmp_path: Path, run_cli: RunCli) -> No
     code, said = analyze(run_cli, folder, tmp_path / "file" / "out")
     assert code == 2, said
     assert "cannot write there" in said and "Traceback" not in said
+
+
+@contextlib.contextmanager
+def read_only(source: Path, target: Path) -> Iterator[Path]:
+    """`source` seen read-only at `target` (a bind mount, as root); skipped where mounting is
+    not allowed."""
+    target.mkdir()
+    bound = subprocess.run(["mount", "--bind", str(source), str(target)], check=False)
+    if bound.returncode != 0:
+        pytest.skip("mount --bind is not allowed here")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,ro,bind", str(target)], check=False)
+        assert ro.returncode == 0
+        yield target
+    finally:
+        subprocess.run(["umount", str(target)], check=False)
+
+
+def test_a_read_only_file_system_for_reports_or_output(tmp_path: Path, run_cli: RunCli) -> None:
+    """Reports on a read-only file system are analysed (their cache is skipped, not raised);
+    an --output on one is refused, exit 2, naming it."""
+    folder = reports(tmp_path / "r")
+    with read_only(folder, tmp_path / "ro") as ro:
+        code, said = analyze(run_cli, ro, tmp_path / "out")
+        assert code == 0, said
+        assert (tmp_path / "out" / "summary.json").is_file()
+        code, said = analyze(run_cli, folder, ro / "analysis")
+        assert code == 2, said
+        assert "cannot write there (Read-only file system)" in said and "Traceback" not in said
