@@ -111,3 +111,17 @@ def test_a_read_only_file_system_for_reports_or_output(tmp_path: Path, run_cli: 
         code, said = analyze(run_cli, folder, ro / "analysis")
         assert code == 2, said
         assert "cannot write there (Read-only file system)" in said and "Traceback" not in said
+
+
+def test_an_immutable_output_folder_is_exit_2(tmp_path: Path, run_cli: RunCli) -> None:
+    folder = reports(tmp_path / "r")
+    locked = tmp_path / "immutable"
+    locked.mkdir()
+    if subprocess.run(["chattr", "+i", str(locked)], check=False).returncode != 0:
+        pytest.skip("chattr +i is not allowed here")
+    try:
+        code, said = analyze(run_cli, folder, locked / "out")
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=False)
+    assert code == 2, said
+    assert "cannot write there (Operation not permitted)" in said and "Traceback" not in said
