@@ -1453,22 +1453,6 @@ def check_one(
     tools: Tools,
     presence_only: bool,
 ) -> Finding:
-    finding = _check_one(expect, entry, mine, report_dir, job_id, node_name, tools, presence_only)
-    if finding.problems:
-        finding.causes += helper_said(report_dir, entry)
-    return finding
-
-
-def _check_one(
-    expect: Expect,
-    entry: dict[str, Any],
-    mine: list[Path],
-    report_dir: Path,
-    job_id: str | None,
-    node_name: str | None,
-    tools: Tools,
-    presence_only: bool,
-) -> Finding:
     node = f"{node_name} ({entry['node']})" if node_name else f"node index {entry['node']}"
     finding = Finding(label=entry["label"], node=node, status="ok")
     reps = [p for p in mine if p.suffix == ".nsys-rep"]
@@ -1619,6 +1603,8 @@ def verify(
         )
         if finding.status != "ok" and teardown:
             finding.causes.insert(0, teardown)
+        if finding.problems:  # the step helper's own reason, where its window is not as asked
+            finding.causes += helper_said(report_dir, entry)
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
         findings.append(finding)
     _blame_missing_tasks(findings)

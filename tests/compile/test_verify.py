@@ -248,3 +248,26 @@ def test_presence_only_without_nsys(
     (reports / f"{names[1]}.nsys-rep").unlink()
     assert main([*args, "--presence-only"]) == 1
     assert "MISSING" in capsys.readouterr().out
+
+
+def test_a_missing_report_gets_the_step_helpers_own_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the helper wrote to its task's helper.log (nsys-exec points it there) is given as a
+    cause of the task's missing report; a report that is there and whole gets none."""
+    expect = expect_for("cluster.nodes=2", "capture.ranks=one_per_node", "capture=window")
+    (tmp_path / "nsysgen-expect.json").write_text(json.dumps(expect))
+    reports = tmp_path / "reports"
+    entries = list(expected_reports(expect))
+    names = [str(e["name"]).format(job="41", node=f"n{e['node']}") for e in entries]
+    reports.mkdir()
+    (reports / f"{names[0]}.nsys-rep").write_bytes(b"x")
+    said = "the run ended after 4 training steps (4 optimizer steps), before step 25"
+    for entry in entries:
+        task = reports / ".nsysgen" / f"task{entry['task']}"
+        task.mkdir(parents=True)
+        (task / "helper.log").write_text(f"101 nsysgen: {said}: the window never opened\n")
+    args = [str(tmp_path), "--reports", str(reports), "--job-id", "41", "--presence-only"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert out.count(f"the step helper said: {said}") == 1, out

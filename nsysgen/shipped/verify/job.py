@@ -14,7 +14,7 @@ from nsysgen.shipped.verify.model import (
     Result,
 )
 from nsysgen.shipped.verify.names import expected_reports, job_in, report_files, report_name
-from nsysgen.shipped.verify.report import check_one, extras
+from nsysgen.shipped.verify.report import check_one, extras, helper_said
 from nsysgen.shipped.verify.tools import find_tools
 
 
@@ -81,6 +81,8 @@ def verify(
         )
         if finding.status != "ok" and teardown:
             finding.causes.insert(0, teardown)
+        if finding.problems:  # the step helper's own reason, where its window is not as asked
+            finding.causes += helper_said(report_dir, entry)
         claimed |= set(mine) | {p.with_suffix(".nsys-rep") for p in mine}
         findings.append(finding)
     _blame_missing_tasks(findings)
