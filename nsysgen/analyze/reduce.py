@@ -14,7 +14,7 @@ from nsysgen.analyze import html_report, views
 from nsysgen.analyze.fabric import Fabric
 from nsysgen.analyze.nccl import AnalyzeError, human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
-from nsysgen.analyze.ranks import RankCollision, assign_ranks, unjudged
+from nsysgen.analyze.ranks import RankCollision, assign_ranks
 from nsysgen.analyze.regress import compare, comparison, load
 from nsysgen.analyze.report import Reduced
 from nsysgen.analyze.safe import op_file
@@ -90,11 +90,8 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     except RankCollision as error:
         raise AnalyzeError(str(error)) from None
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
-    # A rank whose report lacks what the others' hold is named, never judged: its figures are
-    # not comparable (its step times from CPU ranges where theirs are the GPU's).
-    judged = [t for t in ranks if t.rank not in unjudged(ranks)]
-    lateness = measure(judged, thresholds, options.pipeline_stages)
-    stragglers = find(judged, lateness, thresholds)
+    lateness = measure(ranks, thresholds, options.pipeline_stages)
+    stragglers = find(ranks, lateness, thresholds)
     world = options.world_size or max(1, len(ranks))
     names = [r.name for r in reduced]
     given = options.world_size is not None

@@ -265,8 +265,6 @@ def build(
     edges = all_edges(ranks)
     steps = waiting.by_step(ranks, lateness, thresholds)
     stepped = sum(1 for t in ranks if t.steps)
-    missing = unjudged(ranks)  # named in the verdict; not among the ranks it judges
-    judged = sum(1 for t in ranks if t.steps and t.rank not in missing)
     sizes = nccl_by_size(calls, world, fabric, lateness.call_wait_ns)
     summary: Summary = {
         "schema": SCHEMA,
@@ -292,7 +290,7 @@ def build(
         "by_step": steps,
         "job_median_step_ms": waiting.job_step_median(steps),
         "verdict": answer.build(
-            stragglers, steps, lateness, judged, thresholds, _nodes(ranks), missing
+            stragglers, steps, lateness, stepped, thresholds, _nodes(ranks), unjudged(ranks)
         ),
         "fabric": fabric,
     }
