@@ -39,6 +39,18 @@ def assign_ranks(per_report: list[list[RankTables]]) -> list[RankTables]:
     return sorted(flat, key=lambda t: t.rank or 0)
 
 
+# Its step times come from CPU ranges where the others' are the GPU's: not comparable, so the
+# rank is left out of the judgement, not only named.
+NO_KERNELS = "its report holds no CUDA kernels"
+
+
+def comparable(ranks: list[RankTables]) -> list[RankTables]:
+    """The ranks whose figures can be set beside each other's: all but those without kernels
+    where others have them."""
+    missing = unjudged(ranks)
+    return [t for t in ranks if missing.get(t.rank if t.rank is not None else -1) != NO_KERNELS]
+
+
 def unjudged(ranks: list[RankTables]) -> dict[int, str]:
     """rank -> why its report cannot be judged beside the others': it lacks what theirs hold
     (CUDA kernels, NCCL kernels, step ranges). A table no report holds is a limit of the run
@@ -50,7 +62,7 @@ def unjudged(ranks: list[RankTables]) -> dict[int, str]:
     for t in ranks:
         rank = t.rank if t.rank is not None else -1
         if kernels and not t.kernels_total:
-            out[rank] = "its report holds no CUDA kernels"
+            out[rank] = NO_KERNELS
         elif nccl and not t.nccl_kernels_total:
             out[rank] = "its report holds no NCCL kernels, the others' do"
         elif stepped and not t.steps:

@@ -14,7 +14,7 @@ from nsysgen.analyze import html_report, views
 from nsysgen.analyze.fabric import Fabric
 from nsysgen.analyze.nccl import AnalyzeError, human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
-from nsysgen.analyze.ranks import RankCollision, assign_ranks
+from nsysgen.analyze.ranks import RankCollision, assign_ranks, comparable
 from nsysgen.analyze.regress import compare, comparison, load
 from nsysgen.analyze.report import Reduced
 from nsysgen.analyze.safe import op_file
@@ -90,8 +90,9 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     except RankCollision as error:
         raise AnalyzeError(str(error)) from None
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
-    lateness = measure(ranks, thresholds, options.pipeline_stages)
-    stragglers = find(ranks, lateness, thresholds)
+    judged = comparable(ranks)  # a rank without kernels is named, never judged
+    lateness = measure(judged, thresholds, options.pipeline_stages)
+    stragglers = find(judged, lateness, thresholds)
     world = options.world_size or max(1, len(ranks))
     names = [r.name for r in reduced]
     given = options.world_size is not None

@@ -44,7 +44,7 @@ from nsysgen.analyze import views, waiting
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.nccl import NcclCall
-from nsysgen.analyze.ranks import unjudged
+from nsysgen.analyze.ranks import comparable, unjudged
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
 from nsysgen.analyze.views import steps_text
@@ -265,6 +265,7 @@ def build(
     edges = all_edges(ranks)
     steps = waiting.by_step(ranks, lateness, thresholds)
     stepped = sum(1 for t in ranks if t.steps)
+    judged = sum(1 for t in comparable(ranks) if t.steps)  # the ranks the verdict is about
     sizes = nccl_by_size(calls, world, fabric, lateness.call_wait_ns)
     summary: Summary = {
         "schema": SCHEMA,
@@ -290,7 +291,7 @@ def build(
         "by_step": steps,
         "job_median_step_ms": waiting.job_step_median(steps),
         "verdict": answer.build(
-            stragglers, steps, lateness, stepped, thresholds, _nodes(ranks), unjudged(ranks)
+            stragglers, steps, lateness, judged, thresholds, _nodes(ranks), unjudged(ranks)
         ),
         "fabric": fabric,
     }

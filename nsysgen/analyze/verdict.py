@@ -87,6 +87,8 @@ def build(
         rest = verdict["text"]
         if verdict["late_rank"] is None and rest.startswith("no rank late"):
             rest = "among the others, " + rest
+        elif rest.startswith("one rank recorded"):
+            rest = rest.replace("one rank recorded", "one rank left to judge", 1)
         verdict["text"] = f"not judged: {named}; {rest}"
     return verdict
 

@@ -58,6 +58,9 @@ def test_a_rank_without_kernels_is_not_judged_and_never_on_time(
     text = str(found["text"])
     assert text.startswith(f"not judged: rank 1 ({why}); "), text
     assert "; no rank late" not in text
+    # Nor blamed: its step times (from CPU ranges) are not comparable with rank 0's (the GPU's).
+    assert found["late_rank"] is None, text
+    assert text.endswith("one rank left to judge: who was late needs two ranks or more"), text
 
 
 def test_a_second_report_of_one_rank_is_refused(tmp_path: Path, run_cli: RunCli) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.analyze.ranks import RankCollision, assign_ranks, unjudged
+from nsysgen.analyze.ranks import RankCollision, assign_ranks, comparable, unjudged
 from nsysgen.analyze.steps import RankTables, StepRow
 
 
@@ -47,3 +47,11 @@ def test_a_rank_short_of_what_the_others_hold_is_not_judged() -> None:
     }
     # A table no rank holds (a CPU run's kernels, a run without NCCL) judges nobody out.
     assert unjudged([counted(0, 0, 0, 3), counted(1, 0, 0, 3)]) == {}
+
+
+def test_only_ranks_with_kernels_where_others_have_them_are_compared() -> None:
+    ranks = [counted(0, 10, 4, 3), counted(1, 0, 0, 3), counted(2, 10, 0, 3)]
+    # Rank 1 (no kernels) is left out; rank 2 (no NCCL kernels) is named but still compared.
+    assert [t.rank for t in comparable(ranks)] == [0, 2]
+    cpu_only = [counted(0, 0, 0, 3), counted(1, 0, 0, 3)]  # a CPU run: everyone alike
+    assert [t.rank for t in comparable(cpu_only)] == [0, 1]
