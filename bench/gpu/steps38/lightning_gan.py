@@ -10,9 +10,7 @@ training_step logs the batch index as `proof_key`, so each row of metrics.csv pa
 
 from __future__ import annotations
 
-import csv
 import os
-from pathlib import Path
 
 import lightning as L
 import proof
@@ -72,11 +70,7 @@ def main() -> None:
     )
     trainer.fit(GAN(), loader)
     logger.save()
-    pairs: set[tuple[int, int]] = set()
-    with (Path(logger.log_dir) / "metrics.csv").open(newline="") as file:
-        for row in csv.DictReader(file):
-            if row.get("proof_key"):
-                pairs.add((int(float(row["proof_key"])), int(row["step"])))
+    pairs = proof.logged_pairs(logger.log_dir)
     for key, step in sorted(pairs):
         for which in "DG":
             proof.log(f"{key}{which}", step, "metrics.csv step")

@@ -9,9 +9,7 @@ logged for it.
 
 from __future__ import annotations
 
-import csv
 import os
-from pathlib import Path
 
 import lightning as L
 import proof
@@ -68,11 +66,7 @@ def main() -> None:
     )
     trainer.fit(Tiny(), loader)
     logger.save()
-    pairs: set[tuple[int, int]] = set()
-    with (Path(logger.log_dir) / "metrics.csv").open(newline="") as file:
-        for row in csv.DictReader(file):
-            if row.get("proof_key"):
-                pairs.add((int(float(row["proof_key"])), int(row["step"])))
+    pairs = proof.logged_pairs(logger.log_dir)
     for key, step in sorted(pairs):
         proof.log(key, step, "metrics.csv step")
     print("lightning_trainer: done, global_step", trainer.global_step, "pairs", len(pairs))

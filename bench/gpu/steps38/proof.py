@@ -11,6 +11,7 @@ numbers are N: the proof rests on the framework's numbering, not on nsysgen's ma
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -31,3 +32,14 @@ def log(key: object, logged: int, by: str) -> None:
     path = Path(os.environ.get("PROOF_LOG", "proof.jsonl"))
     with path.open("a", encoding="utf-8") as file:
         file.write(json.dumps(record) + "\n")
+
+
+def logged_pairs(log_dir: str) -> set[tuple[int, int]]:
+    """(proof_key, step) of every row of a Lightning CSVLogger's metrics.csv that logged a
+    `proof_key`: the key paired with the `step` Lightning logged it under."""
+    pairs: set[tuple[int, int]] = set()
+    with (Path(log_dir) / "metrics.csv").open(newline="") as file:
+        for row in csv.DictReader(file):
+            if row.get("proof_key"):
+                pairs.add((int(float(row["proof_key"])), int(row["step"])))
+    return pairs
