@@ -49,14 +49,28 @@ class TreePeak:
             peak = high_water_mb(proc.pid)
             if peak is None:
                 continue
-            if proc.pid not in self.kinds:
-                try:
-                    line = " ".join(proc.cmdline())
-                except psutil.Error:
-                    continue
-                kind = "worker" if _WORKER in line else "other"
-                self.kinds[proc.pid] = "main" if proc.pid == self.pid else kind
+            kind = self._kind(proc)
+            if kind is None:
+                continue
+            if self.kinds.get(proc.pid) != kind:
+                # A spawned worker is first a fork of its parent, with the parent's command
+                # line, until its exec: it is classified again at each sample until it is a
+                # worker, and its peak counts from then (the fork's is the parent's).
+                self.kinds[proc.pid] = kind
+                self.peaks.pop(proc.pid, None)
             self.peaks[proc.pid] = max(peak, self.peaks.get(proc.pid, 0.0))
+
+    def _kind(self, proc: psutil.Process) -> str | None:
+        known = self.kinds.get(proc.pid)
+        if known in ("main", "worker"):
+            return known
+        if proc.pid == self.pid:
+            return "main"
+        try:
+            line = " ".join(proc.cmdline())
+        except psutil.Error:
+            return None
+        return "worker" if _WORKER in line else "other"
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
