@@ -26,9 +26,10 @@ from typing import Any, TypedDict
 
 import yaml
 
+from nsysgen.analyze.expected import beside
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link, spans_nodes
-from nsysgen.reports.contract import EXPECT_FILE, ContractError, read_expect
+from nsysgen.reports.contract import ContractError, read_expect
 from nsysgen.resources import CONF_DIR
 
 BELOW = 0.25
@@ -124,11 +125,8 @@ def _contract_fabric(path: Path, source: str) -> Fabric | None:
 def from_expect(reports: Path) -> Fabric | None:
     """The fabric block of the nsysgen-expect.json beside the reports (the run's folder or
     the report folder above it); None where there is none or it cannot be read."""
-    folder = reports if reports.is_dir() else reports.parent
-    for candidate in (folder / EXPECT_FILE, folder.parent / EXPECT_FILE):
-        if candidate.is_file():
-            return _contract_fabric(candidate, str(candidate))
-    return None
+    contract = beside(reports)
+    return None if contract is None else _contract_fabric(contract, str(contract))
 
 
 def expected(fabric: Fabric, world: int) -> tuple[float, str] | None:

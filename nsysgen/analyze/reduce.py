@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from nsysgen.analyze import html_report, views
+from nsysgen.analyze import expected, html_report, views
 from nsysgen.analyze.fabric import Fabric
 from nsysgen.analyze.nccl import AnalyzeError, human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
@@ -18,6 +18,7 @@ from nsysgen.analyze.ranks import RankCollision, assign_ranks, comparable
 from nsysgen.analyze.regress import compare, comparison, load
 from nsysgen.analyze.report import Reduced
 from nsysgen.analyze.safe import op_file
+from nsysgen.analyze.steps import RankTables
 from nsysgen.analyze.steps_plot import draw_all
 from nsysgen.analyze.stragglers import Thresholds, find, measure
 from nsysgen.analyze.summary import Summary, build
@@ -40,6 +41,7 @@ class Options:
     reference: tuple[tuple[int, float, float | None], ...] = ()
     label: str = ""  # what the figures and summary.json show: job, run and report count
     fabric: Fabric | None = None  # the cluster's links (--cluster, or the run's contract)
+    contract: Path | None = None  # the run contract beside the reports: the ranks it expects
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,26 @@ class Outcome:
     lines: tuple[str, ...]
     written: tuple[Path, ...]
     code: int
+
+
+def _against_contract(
+    contract: Path | None, ranks: list[RankTables], named: bool
+) -> tuple[dict[int, str], list[str]]:
+    """(rank -> why, for each rank the run contract expects and no report holds; limits): a
+    missing rank is named as not judged. Ranks numbered in report order (names without one)
+    cannot be held against the contract."""
+    if contract is None:
+        return {}, []
+    if not named:
+        return {}, [f"reports named without their rank: not held against {contract}"]
+    found = expected.compare(contract, {t.rank for t in ranks if t.rank is not None})
+    if isinstance(found, str):
+        return {}, [found]
+    limits = []
+    if found.unexpected:
+        shown = views.ranks_text(found.unexpected, total=len(found.unexpected))
+        limits.append(f"{shown}: reports the run contract ({contract}) does not expect")
+    return dict.fromkeys(found.missing, expected.NO_REPORT), limits
 
 
 def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
@@ -85,10 +107,12 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
             f"{row.op:<22} {size:>10} {row.calls:>6} calls  median {row.median_us:9.1f} us  "
             f"p90 {row.p90_us:9.1f} us"
         )
+    named = all(t.rank is not None for r in reduced for t in r.tables)
     try:
         ranks = assign_ranks([r.tables for r in reduced])
     except RankCollision as error:
         raise AnalyzeError(str(error)) from None
+    absent, contract_limits = _against_contract(options.contract, ranks, named)
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
     judged = comparable(ranks)  # a rank without kernels is named, never judged
     lateness = measure(judged, thresholds, options.pipeline_stages)
@@ -98,8 +122,9 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     given = options.world_size is not None
     steps_summary = build(
         ranks, lateness, stragglers, calls, thresholds, world, names, given, options.label,
-        options.reference, options.fabric,
+        options.reference, options.fabric, absent,
     )  # fmt: skip
+    steps_summary["limits"] += contract_limits
     compared, code = _compare(steps_summary, options)
     lines.append(f"verdict: {steps_summary['verdict']['text']}")
     lines += [

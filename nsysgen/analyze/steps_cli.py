@@ -7,7 +7,7 @@ import argparse
 import math
 from pathlib import Path
 
-from nsysgen.analyze import fabric
+from nsysgen.analyze import expected, fabric
 from nsysgen.analyze.nccl import AnalyzeError
 from nsysgen.analyze.reduce import Options
 from nsysgen.analyze.regress import load
@@ -121,4 +121,5 @@ def options(
         regression_min_ms=args.regression_min_ms,
         reference=tuple((size, *figures) for size, figures in sorted(reference.items())),
         fabric=_fabric(args),
+        contract=expected.beside(args.reports),
     )

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nsysgen.analyze import views
 from nsysgen.analyze.nccl import NcclCall, human_size
@@ -24,7 +24,7 @@ from nsysgen.analyze.summary import RankEntry, StepColumn, Summary
 
 
 def _ranks(summary: Summary) -> list[RankEntry]:
-    return [r for r in summary["ranks"] if r["steps"]]
+    return cast(list[RankEntry], views.stepped(summary))
 
 
 # A picture stays a picture at any scale: at most this many inches (a cell per step and rank

@@ -261,6 +261,7 @@ def build(
     label: str = "",
     reference: tuple[tuple[int, float, float | None], ...] = (),
     fabric: yardstick.Fabric | None = None,
+    absent: dict[int, str] | None = None,
 ) -> Summary:
     edges = all_edges(ranks)
     steps = waiting.by_step(ranks, lateness, thresholds)
@@ -291,7 +292,13 @@ def build(
         "by_step": steps,
         "job_median_step_ms": waiting.job_step_median(steps),
         "verdict": answer.build(
-            stragglers, steps, lateness, judged, thresholds, _nodes(ranks), unjudged(ranks)
+            stragglers,
+            steps,
+            lateness,
+            judged,
+            thresholds,
+            _nodes(ranks),
+            {**unjudged(ranks), **(absent or {})},
         ),
         "fabric": fabric,
     }

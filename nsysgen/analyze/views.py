@@ -88,7 +88,11 @@ def rank_parts(rank: Mapping[str, Any]) -> dict[str, float]:
 
 
 def stepped(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [r for r in summary.get("ranks") or [] if r.get("steps")]
+    """The ranks with steps that the verdict judged: a rank it names as not judged is drawn
+    in no picture either (one figure per fact; the report's "Not judged" section names it)."""
+    left_out = (summary.get("verdict") or {}).get("not_judged") or {}
+    ranks = summary.get("ranks") or []
+    return [r for r in ranks if r.get("steps") and str(r["rank"]) not in left_out]
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict, cast, final
 
@@ -100,6 +100,26 @@ class Expect(_Optional):
     trace: list[str]
     collectors: CollectorsContract
     tolerance_s: float
+
+
+def grid_tasks(group: GridGroup) -> Iterator[tuple[int, int, int]]:
+    """(task, node, local id) of every report a grid group expects, in node order: one at a
+    time, so that a 100,000-node grid is never held whole."""
+    per_node, (start, stop) = group["per_node"], group["nodes"]
+    for node in range(start, stop):
+        for local in group["locals"]:
+            yield node * per_node + local, node, local
+
+
+def expected_ranks(expect: Expect) -> Iterator[int]:
+    """The rank of every report the contract expects (groups counted by rank only)."""
+    for group in expect["reports"]:
+        if group["unit"] != "rank":
+            continue
+        if "tasks" in group:
+            yield from (task[0] for task in group["tasks"])
+        else:
+            yield from (task for task, _, _ in grid_tasks(group))
 
 
 class ContractError(Exception):

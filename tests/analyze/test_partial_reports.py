@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.analyze import html_sections, steps_plot
 from tests.conftest import REPO, RunCli
 
 STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
@@ -61,6 +62,12 @@ def test_a_rank_without_kernels_is_not_judged_and_never_on_time(
     # Nor blamed: its step times (from CPU ranges) are not comparable with rank 0's (the GPU's).
     assert found["late_rank"] is None, text
     assert text.endswith("one rank left to judge: who was late needs two ranks or more"), text
+    # Nor drawn: the pictures and the report's breakdown show the judged rank only.
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    figure = steps_plot.breakdown_figure(summary)
+    assert [t.get_text() for t in figure.axes[0].get_xticklabels()] == ["0"]
+    section = html_sections.breakdown(summary)
+    assert "rank 0" in section and "rank 1" not in section
 
 
 def test_a_second_report_of_one_rank_is_refused(tmp_path: Path, run_cli: RunCli) -> None:

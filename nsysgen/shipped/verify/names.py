@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from nsysgen.reports.contract import Expect
+from nsysgen.reports.contract import Expect, grid_tasks
 from nsysgen.reports.runs import job_of
 from nsysgen.shipped.verify.model import ANY, TOKEN
 
@@ -51,14 +51,11 @@ def expected_reports(expect: Expect) -> Iterator[dict[str, Any]]:
             for task, node, local, name, collects in group["tasks"]:
                 yield _with_pod(expect, _entry(unit, task, node, local, name, collects))
             continue
-        per_node, (start, stop) = group["per_node"], group["nodes"]
         collecting = set(group["collecting_locals"])
-        for node in range(start, stop):
-            for local in group["locals"]:
-                task = node * per_node + local
-                name = expand_parts(group["name"], (task, node, local))
-                entry = _entry(unit, task, node, local, name, local in collecting)
-                yield _with_pod(expect, entry)
+        for task, node, local in grid_tasks(group):
+            name = expand_parts(group["name"], (task, node, local))
+            entry = _entry(unit, task, node, local, name, local in collecting)
+            yield _with_pod(expect, entry)
 
 
 def _with_pod(expect: Expect, entry: dict[str, Any]) -> dict[str, Any]:

@@ -121,6 +121,26 @@ class Expect(_Optional):
     tolerance_s: float
 
 
+def grid_tasks(group: GridGroup) -> Iterator[tuple[int, int, int]]:
+    """(task, node, local id) of every report a grid group expects, in node order: one at a
+    time, so that a 100,000-node grid is never held whole."""
+    per_node, (start, stop) = group["per_node"], group["nodes"]
+    for node in range(start, stop):
+        for local in group["locals"]:
+            yield node * per_node + local, node, local
+
+
+def expected_ranks(expect: Expect) -> Iterator[int]:
+    """The rank of every report the contract expects (groups counted by rank only)."""
+    for group in expect["reports"]:
+        if group["unit"] != "rank":
+            continue
+        if "tasks" in group:
+            yield from (task[0] for task in group["tasks"])
+        else:
+            yield from (task for task, _, _ in grid_tasks(group))
+
+
 class ContractError(Exception):
     """A file that is not a run contract this code reads: the message says why."""
 
@@ -642,14 +662,11 @@ def expected_reports(expect: Expect) -> Iterator[dict[str, Any]]:
             for task, node, local, name, collects in group["tasks"]:
                 yield _with_pod(expect, _entry(unit, task, node, local, name, collects))
             continue
-        per_node, (start, stop) = group["per_node"], group["nodes"]
         collecting = set(group["collecting_locals"])
-        for node in range(start, stop):
-            for local in group["locals"]:
-                task = node * per_node + local
-                name = expand_parts(group["name"], (task, node, local))
-                entry = _entry(unit, task, node, local, name, local in collecting)
-                yield _with_pod(expect, entry)
+        for task, node, local in grid_tasks(group):
+            name = expand_parts(group["name"], (task, node, local))
+            entry = _entry(unit, task, node, local, name, local in collecting)
+            yield _with_pod(expect, entry)
 
 
 def _with_pod(expect: Expect, entry: dict[str, Any]) -> dict[str, Any]:
