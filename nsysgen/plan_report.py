@@ -94,6 +94,10 @@ def as_dict(
             "basis": pause.BASIS,
         },
         "nsys_command": list(plan.nsys_command),
+        "unconfirmed": [
+            {"what": what, "check": check}
+            for what, check in TARGETS[config.target.name].unconfirmed(config, plan)
+        ],
         "cuda_graph_trace": _graph_trace(plan)[0],
         "lints": [
             {
@@ -215,6 +219,13 @@ def as_table(
             lines += wrap(what, width, "  ", "    ")
             lines += wrap(f"check: {command}", width, "    ", "      ")
             lines += wrap(f"from: {source}", width, "    ", "      ")
+        lines.append("")
+    doubts = TARGETS[config.target.name].unconfirmed(config, plan)
+    if doubts:
+        lines.append("not confirmed for this injector (each line: what, how to check):")
+        for what, command in doubts:
+            lines += wrap(what, width, "  ", "    ")
+            lines += wrap(f"check: {command}", width, "    ", "      ")
         lines.append("")
     first = str(recorded[0].task) if len(recorded) else "-"
     lines.append("nsys command of task " + first + ":")

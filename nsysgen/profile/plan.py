@@ -140,4 +140,5 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         time_boxed=boxed,
         target_window=target_window,
         owned_switches=target.owned_switches(config),
+        started=target.started_command(config) if shell is None else (),
     )

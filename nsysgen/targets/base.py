@@ -53,6 +53,10 @@ class Target(Scheduler, Protocol):
         """What must exist where the job runs before it starts: (what, the command that checks
         it, where it comes from); `plan` prints them and the folder's README lists them."""
 
+    def unconfirmed(self, config: Config, plan: ProfilePlan) -> tuple[tuple[str, str], ...]:
+        """What this setup relies on that no public source confirms: (what, the command that
+        checks it on the cluster); `plan` prints them and the folder's README lists them."""
+
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         """Lines to print once the folder is written at `folder` (its absolute path there):
         what the user must do that no file of the folder can, e.g. change a job script of

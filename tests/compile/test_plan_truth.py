@@ -5,6 +5,7 @@ reports land."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -86,8 +87,12 @@ def test_the_operators_command_is_the_one_plan_shows(
     tool = yaml.safe_load(values_file.read_text())["nsight-injector"]["nsightToolConfig"]
     assert tool["coordinator"] is coordinated
     command = plan["nsys_command"]
-    assert command[:2] == ["nsys", "profile"] and command[-1] == "<program>"
-    assert command[2:-1] == shlex.split(tool["nsightToolArgs"])
+    flags = shlex.split(tool["nsightToolArgs"])
+    assert command[:2] == ["nsys", "profile"] and command[2 : 2 + len(flags)] == flags
+    # The program as the injector sees it: the very process its include pattern matches.
+    program = " ".join(command[2 + len(flags) :])
+    assert program.startswith("/usr/bin/python3 /usr/local/bin/torchrun --nproc_per_node=8 ")
+    assert re.fullmatch(tool["injectionIncludePatterns"][0], program), program
     switches = {arg.split("=")[0] for arg in command}
     assert "--output" not in switches
     if coordinated:

@@ -73,6 +73,12 @@ class K8sJob:
     def launch_shell(self, config: Config) -> LaunchShell:
         return self.shell
 
+    def started_command(self, config: Config) -> tuple[str, ...]:
+        return ()
+
+    def unconfirmed(self, config: Config, plan: ProfilePlan) -> tuple[tuple[str, str], ...]:
+        return ()
+
     def recorded(self, config: Config, facts: Facts) -> Iterator[RecordedTask]:
         template = self.report_output(config)
         collectors = bool(facts.collector_args)

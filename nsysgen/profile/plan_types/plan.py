@@ -87,6 +87,8 @@ class ProfilePlan:
     # Switches the target's injector sets itself (the Nsight Operator 26's --output, its
     # coordinator's window): planned and judged, but not in the command nsysgen hands over.
     owned_switches: tuple[str, ...] = ()
+    # The program's command line where the target starts it itself (no launch shell).
+    started: tuple[str, ...] = ()
 
     @property
     def reports(self) -> int:
@@ -103,7 +105,7 @@ class ProfilePlan:
         first = self.recorded[0] if len(self.recorded) else None
         extra = self.collector_args if first and first.collectors else ()
         # The program as the launch starts it, arguments and all: what runs is what was declared.
-        program = self.program.command if self.program is not None else ("<program>",)
+        program = self.program.command if self.program is not None else self.started
         return ("nsys", "profile", *self.handed_over((*self.profile_args, *extra)), *program)
 
 
@@ -131,6 +133,10 @@ class Scheduler(Protocol):
     def launch_shell(self, config: Config) -> LaunchShell | None:
         """What the program's launcher reads from the job at run time (None: the target starts
         the program itself, and the plan holds no `program`)."""
+
+    def started_command(self, config: Config) -> tuple[str, ...]:
+        """The program's command line as the process the target starts itself shows it (a
+        target without a launch shell); () for the others."""
 
     def recorded(self, config: Config, facts: Facts) -> RecordedTasks | Iterable[RecordedTask]:
         """The tasks that record a report: as ranges and a name pattern (`RecordedTasks`, whose

@@ -6,10 +6,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from nsysgen.errors import Issue
-from nsysgen.model import Block, Config, TargetSettings, typed_block
+from nsysgen.model import Block, Config, ScriptSettings, TargetSettings, typed_block
 from nsysgen.output.render import ArtifactSpec
 from nsysgen.profile.plan_types import SITE_DIR, Facts, JobEnv, Lint, ProfilePlan, RecordedTasks
 from nsysgen.targets.common import recipes_script, upload_script, workload_files
+from nsysgen.targets.eks import unconfirmed
 from nsysgen.targets.eks.checks import (
     EVERY_POD_LINT,
     GRACE_LINT,
@@ -22,6 +23,7 @@ from nsysgen.targets.eks.helm import helm_values, owned_switches, profile_config
 from nsysgen.targets.eks.injection import (
     injection_pattern,
     process_lines,
+    torchrun_args,
 )
 from nsysgen.targets.eks.jobs import (
     fetch_pod_overrides,
@@ -214,6 +216,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         "state_dir": f"{config.capture.report_dir}/{STATE_DIR}",
         "job_env": plan.facts.own_job_env if target.manifest is not None else plan.facts.job_env,
         "prerequisites": prerequisites(config),
+        "unconfirmed": unconfirmed.points(config, plan),
     }
     specs.append(ArtifactSpec("README.md", "eks/README.md.j2", readme, comment="<!--"))
     return specs
@@ -243,6 +246,14 @@ class Eks:
     def launch_shell(self, config: Config) -> None:
         return None  # the pod's container runs torchrun itself (injection.torchrun_args)
 
+    def started_command(self, config: Config) -> tuple[str, ...]:
+        # The process the injector matches: torchrun as its interpreter runs it (a workload
+        # without a script is refused by the checks, which may run after the plan).
+        if not isinstance(config.workload.settings, ScriptSettings):
+            return ()
+        target = eks_settings(config)
+        return (target.torchrun_interpreter, target.torchrun_path, *torchrun_args(config))
+
     def recorded(self, config: Config, facts: Facts) -> RecordedTasks:
         return recorded(config, facts)
 
@@ -263,6 +274,9 @@ class Eks:
 
     def inputs(self, config: Config) -> Mapping[str, str]:
         return manifest_inputs(config)
+
+    def unconfirmed(self, config: Config, plan: ProfilePlan) -> tuple[tuple[str, str], ...]:
+        return unconfirmed.points(config, plan)
 
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         return ()  # the README and the lints say it all

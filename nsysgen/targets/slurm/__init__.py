@@ -168,6 +168,9 @@ class Slurm:
     def report_output(self, config: Config) -> str:
         return report_output(config)
 
+    def started_command(self, config: Config) -> tuple[str, ...]:
+        return ()  # the launch shell starts the program (the plan's `program`)
+
     def launch_shell(self, config: Config) -> LaunchShell:
         # nsysgen-env.sh runs in the user's shell: its names are prefixed (own.py).
         return OWN_SHELL if own_script(config) else SHELL
@@ -195,6 +198,9 @@ class Slurm:
 
     def prerequisites(self, config: Config) -> tuple[tuple[str, str, str], ...]:
         return ()  # install-nsight.sh installs what the job needs; the README says the rest
+
+    def unconfirmed(self, config: Config, plan: ProfilePlan) -> tuple[tuple[str, str], ...]:
+        return ()  # Slurm and nsys's own switches are documented
 
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         if not own_script(config):
