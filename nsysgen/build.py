@@ -80,7 +80,7 @@ def build_single(
     output_dir = Path(compiled.config.output_dir)
     with output_lock(output_dir):
         statuses = write_folder(folder, compiled.files, compiled.manifest)
-        write_shared(output_dir)
+        write_shared(output_dir, compiled.shared)
     notes: tuple[str, ...] = ()
     records = ""
     if compiled.plan is not None and compiled.target is not None:
@@ -119,10 +119,17 @@ def name_points(composer: Composer, args: Sequence[str]) -> tuple[str, list[Name
         raise ComposeError(f"{' '.join(args)}: the sweep has no points (an empty range or list)")
     own = [str(composer.compose(p.overrides).data["job"]["name"]) for p in sweep.points]
     points = [
-        NamedPoint(point.slug(), point.overrides, f"{name}_{point.slug()}")
+        NamedPoint(point.slug(), point.overrides, point_job_name(name, point.slug()))
         for point, name in zip(sweep.points, own, strict=True)
     ]
     return merged_name(own), points
+
+
+def point_job_name(name: str, slug: str) -> str:
+    """A sweep point's job name: its config's, then the point's values, in the characters every
+    target's job names allow (Kubernetes: a DNS-1035 label; `_` and `.` are not in it)."""
+    values = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", slug.lower())).strip("-")
+    return f"{name}-{values}"
 
 
 def merged_name(names: Sequence[str]) -> str:
@@ -216,7 +223,7 @@ def build_sweep(composer: Composer, args: Sequence[str], config_dirs: Sequence[s
         stale = sorted(set(previous["points"]) - set(point_overrides)) if previous else []
         removed = [FolderResult(root / name, remove_folder(root / name)) for name in stale]
         _write_index(root, command, args, point_overrides, complete=True)
-        write_shared(output_dir)
+        write_shared(output_dir, [f for _, point in compiled for f in point.shared])
     return SweepResult(root, len(compiled), results, removed)
 
 

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from nsysgen import check_shared
 from nsysgen.build import POINT_COMMAND, SWEEP_INDEX, read_sweep_index
 from nsysgen.config.compose import Composer
 from nsysgen.errors import NsysgenError
 from nsysgen.output.config_inputs import changed_keys
 from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
-from nsysgen.output.shared import VERIFIER, shared_state
+from nsysgen.output.render import RenderedFile
+from nsysgen.output.shared import needed
 from nsysgen.pipeline import Compiled, compile_config
 
 Kind = Literal[
@@ -155,10 +157,15 @@ def describe_input(name: str, manifest: Manifest, compiled: Compiled) -> str:
     return f"{name} changed: {', '.join(keys)}"
 
 
-def check_folder(folder: Path, composers: Composers) -> tuple[int, list[Drift]]:
+FolderCheck = tuple[int, list[Drift], tuple[RenderedFile, ...] | None]
+
+
+def check_folder(folder: Path, composers: Composers) -> FolderCheck:
+    """(files checked, findings, the shared files it needs at the output root: None where it
+    cannot be recompiled)."""
     recompiled = recompile(folder, composers)
     if isinstance(recompiled, Drift):
-        return 0, [recompiled]
+        return 0, [recompiled], None
     manifest, compiled = recompiled
     hint = folder_hint(folder, manifest)
     findings = _compare_all(folder, compiled, manifest, hint)
@@ -168,7 +175,7 @@ def check_folder(folder: Path, composers: Composers) -> tuple[int, list[Drift]]:
         causes = "; ".join(describe_input(name, manifest, compiled) for name in inputs)
         cause = Drift(folder, "input changed", hint, causes)
         findings = [cause, *findings]
-    return len(compiled.files) + 1, findings
+    return len(compiled.files) + 1, findings, compiled.shared
 
 
 def _compare_all(
@@ -282,26 +289,36 @@ def check_output(output_dir: Path) -> CheckReport:
         raise NsysgenError(f"error: output_dir {output_dir} does not exist")
     composers = Composers()
     report = CheckReport(folders=0, files=0, findings=[])
+    shared: list[RenderedFile] = []
+    known = True  # every folder's needs known (none failed to recompile)
     for manifest_path in sorted(output_dir.rglob(MANIFEST_NAME)):
-        files, findings = check_folder(manifest_path.parent, composers)
+        files, findings, needs = check_folder(manifest_path.parent, composers)
         report.folders += 1
         report.files += files
         report.findings += findings
+        shared += needs or ()
+        known = known and needs is not None
     for index_path in sorted(output_dir.rglob(SWEEP_INDEX)):
         report.findings += _check_sweep_index(index_path)
     if report.folders:
-        state = shared_state(output_dir)
-        if state != "current":
-            report.findings.append(
-                Drift(
-                    output_dir / VERIFIER,
-                    state,
-                    regenerate_verb(output_dir),
-                    "shared by every folder",
-                )
-            )
-        report.files += 1
+        report.findings += _shared_findings(output_dir, shared, known)
+        report.files += len(needed(shared))
     return report
+
+
+def _shared_findings(output_dir: Path, shared: list[RenderedFile], known: bool) -> list[Drift]:
+    verb = regenerate_verb(output_dir)
+    found = [
+        Drift(output_dir / file.path, state, verb, "shared by every folder")
+        for file, state in check_shared.states(output_dir, shared)
+        if state != "current"
+    ]
+    if known:
+        found += [
+            Drift(path, "orphaned", verb, "a shared helper no folder needs any more")
+            for path in check_shared.orphans(output_dir, shared)
+        ]
+    return found
 
 
 def render_report(report: CheckReport, output_dir: Path) -> str:

@@ -39,6 +39,8 @@ class Compiled:
     steps: tuple[tuple[str, str], ...] = ()  # the plan's step detection (capture=steps)
     plan: ProfilePlan | None = None
     target: Target | None = None
+    # Files one copy of which at the output root serves every folder (the step helper).
+    shared: tuple[RenderedFile, ...] = ()
 
 
 def regenerate_command(
@@ -114,7 +116,8 @@ def compile_config(
     to the folder; the manifest records it only when the compile read paths relative to it."""
     config, plan, warnings = build_config(composed)
     specs = TARGETS[config.target.name].artifacts(config, plan)
-    files = render(specs, command)
+    rendered = render(specs, command)
+    files = [f for f in rendered if not f.shared]
     overrides = tuple(o for o in composed.overrides if not o.startswith("output_dir="))
     patch = config.training_patch
     inputs = {patch.source: decided(patch)} if patch else {}
@@ -136,6 +139,7 @@ def compile_config(
         steps=plan.steps,
         plan=plan,
         target=TARGETS[config.target.name],
+        shared=tuple(f for f in rendered if f.shared),
     )
 
 

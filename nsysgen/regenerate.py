@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nsysgen import check_shared
 from nsysgen.check import Composers, Drift, changed_inputs, check_folder, recompile
 from nsysgen.errors import NsysgenError
 from nsysgen.output.manifest import MANIFEST_NAME
-from nsysgen.output.shared import VERIFIER, write_shared
+from nsysgen.output.render import RenderedFile
+from nsysgen.output.shared import write_shared
 from nsysgen.output.write import output_lock, write_folder
 
 
@@ -32,32 +34,42 @@ def regenerate_output(output_dir: Path, force: bool) -> RegenerateReport:
     composers = Composers()
     report = RegenerateReport()
     with output_lock(output_dir):
+        shared: list[RenderedFile] = []
+        known = True
         for manifest_path in sorted(output_dir.rglob(MANIFEST_NAME)):
-            _one(manifest_path.parent, composers, force, report)
+            needs = _one(manifest_path.parent, composers, force, report)
+            shared += needs or ()
+            known = known and needs is not None
         if report.current + report.updated + report.kept + report.failed:
-            before = write_shared(output_dir)
-            if before != "current":
-                report.lines.append(f"{output_dir / VERIFIER}: {before}, written")
+            for path, before in write_shared(output_dir, shared).items():
+                if before != "current":
+                    report.lines.append(f"{output_dir / path}: {before}, written")
+            removed = check_shared.remove_orphans(output_dir, shared) if known else []
+            report.lines += [f"{path}: no folder needs it, removed" for path in removed]
     return report
 
 
-def _one(folder: Path, composers: Composers, force: bool, report: RegenerateReport) -> None:
-    _, findings = check_folder(folder, composers)
+def _one(
+    folder: Path, composers: Composers, force: bool, report: RegenerateReport
+) -> tuple[RenderedFile, ...] | None:
+    """Regenerate one folder if it is stale; returns the shared files it needs (None: not
+    known, the folder cannot be recompiled)."""
+    _, findings, needs = check_folder(folder, composers)
     if not findings:
         report.current += 1
-        return
+        return needs
     invalid = [f for f in findings if f.kind == "invalid"]
     if invalid:
         report.failed += 1
         report.lines.append(f"{folder}: not regenerated: {invalid[0].detail.strip()}")
-        return
+        return None
     edited = [f.path.name for f in findings if f.kind == "edited by hand"]
     if edited and not force:
         report.kept += 1
         report.lines.append(
             f"{folder}: kept: edited by hand ({', '.join(edited)}); --force overwrites the edits"
         )
-        return
+        return needs
     recompiled = recompile(folder, composers)
     assert not isinstance(recompiled, Drift), "check_folder compiled it a moment ago"
     manifest, compiled = recompiled
@@ -71,6 +83,7 @@ def _one(folder: Path, composers: Composers, force: bool, report: RegenerateRepo
     cause = f" [cause: {', '.join(inputs)} changed]" if inputs else ""
     report.updated += 1
     report.lines.append(f"{folder}: updated {', '.join(touched) or MANIFEST_NAME}{cause}")
+    return compiled.shared
 
 
 def render(report: RegenerateReport, output_dir: Path) -> str:

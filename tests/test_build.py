@@ -81,3 +81,14 @@ def test_an_invalid_sweep_lists_each_points_issues() -> None:
     assert error.user_message() == (
         "error: 1 of 3 sweep points are invalid; nothing was written\npoint d-1:\n  a: b\n  c: d"
     )
+
+
+def test_a_point_job_name_is_one_every_target_accepts() -> None:
+    """Kubernetes job names are DNS-1035 labels: a sweep point's job name holds no `_` or `.`
+    (an EKS sweep was refused at every point: "'fsdp-p5-eks_first-step-10' is not a TrainJob
+    name")."""
+    from nsysgen.build import point_job_name
+
+    assert point_job_name("fsdp-p5-eks", "first-step-10") == "fsdp-p5-eks-first-step-10"
+    assert point_job_name("j", "delay-1.5_duration-30") == "j-delay-1-5-duration-30"
+    assert point_job_name("j", "Nodes-2__x") == "j-nodes-2-x"

@@ -34,6 +34,7 @@ LAYERS = [
             "nsysgen.pipeline",
             "nsysgen.build",
             "nsysgen.check",
+            "nsysgen.check_shared",
             "nsysgen.regenerate",
             "nsysgen.show",
             "nsysgen.plan_report",

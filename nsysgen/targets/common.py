@@ -112,13 +112,13 @@ def workload_files(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
                 context={"overrides": list(plan.facts.overrides)},
             )
         )
+    # The step helper and its site hook: one copy at the top of the generated tree for every
+    # folder and sweep point (nsysgen/output/shared.py); the launch finds them there.
     if SITE_FILE in files:
+        specs.append(ArtifactSpec(SITE_FILE, "common/sitecustomize.py.j2", {}, shared=True))
+    if SITE_HELPER_FILE in files or WINDOW_HELPER_FILE in files:
+        helper = {"source": source_text("step_window")}
         specs.append(
-            ArtifactSpec(path=SITE_FILE, template="common/sitecustomize.py.j2", context={})
+            ArtifactSpec(SITE_HELPER_FILE, "common/nsysgen_window.py.j2", helper, shared=True)
         )
-    specs += [
-        ArtifactSpec(path, "common/nsysgen_window.py.j2", {"source": source_text("step_window")})
-        for path in (SITE_HELPER_FILE, WINDOW_HELPER_FILE)
-        if path in files
-    ]
     return specs

@@ -53,7 +53,7 @@ def test_a_sweep_is_one_object_per_point_and_exits_2_on_a_lint_error(
     code, data = plan(composer, capsys, "-m", "capture.delay=5,30")
     assert code == EXIT_INVALID  # nccl-tests end before a 30 s delay: NSG018 is an error
     assert list(data) == ["delay-5", "delay-30"]
-    assert data["delay-5"]["job"] == "nccl-p5-slurm_delay-5"
+    assert data["delay-5"]["job"] == "nccl-p5-slurm-delay-5"
     assert [lint["id"] for lint in data["delay-5"]["lints"]] == []
     assert [lint["id"] for lint in data["delay-30"]["lints"]] == ["NSG018"]
 
@@ -67,6 +67,6 @@ def test_the_sweep_table_has_a_row_per_point(
     assert code == EXIT_OK
     assert lines[0].split()[:2] == ["point", "job"]
     assert [line.split()[:2] for line in lines[1:]] == [
-        ["delay-3", "nccl-p5-slurm_delay-3"],
-        ["delay-5", "nccl-p5-slurm_delay-5"],
+        ["delay-3", "nccl-p5-slurm-delay-3"],
+        ["delay-5", "nccl-p5-slurm-delay-5"],
     ]

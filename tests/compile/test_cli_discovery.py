@@ -148,7 +148,7 @@ def test_group_sweeps_name_each_point_from_its_own_config(tmp_path: Path, run_cl
     root = tmp_path / "nccl-p4de+p5-slurm"
     assert result.out == f"{root}: sweep of 4 points (4 new); files: 28 created\n"
     sbatch = (root / "cluster-p4de_delay-2" / "job.sbatch").read_text()
-    assert "#SBATCH --job-name=nccl-p4de-slurm_cluster-p4de_delay-2" in sbatch
+    assert "#SBATCH --job-name=nccl-p4de-slurm-cluster-p4de-delay-2" in sbatch
     index = json.loads((root / "nsysgen-sweep.json").read_text())
     assert [p["name"] for p in index["points"]] == [
         "cluster-p4de_delay-2",

@@ -86,10 +86,10 @@ def test_paired_steps_reach_each_point(tmp_path: Path, run_cli: RunCli) -> None:
     assert points(root) == ["first-step-10_last-step-14", "first-step-40_last-step-44"]
     sbatch = (root / "first-step-40_last-step-44" / "job.sbatch").read_text()
     assert "export NSYSGEN_PROFILE_FIRST_STEP=40\nexport NSYSGEN_PROFILE_LAST_STEP=44\n" in sbatch
-    assert "#SBATCH --job-name=fsdp-p5-slurm_first-step-40_last-step-44\n" in sbatch
+    assert "#SBATCH --job-name=fsdp-p5-slurm-first-step-40-last-step-44\n" in sbatch
     wrapper = (root / "first-step-10_last-step-14" / "nsys-exec").read_text()
     # Each point records into its own report directory.
-    assert "/fsx/nsight-reports/fsdp-p5-slurm_first-step-10_last-step-14/" in wrapper
+    assert "/fsx/nsight-reports/fsdp-p5-slurm-first-step-10-last-step-14/" in wrapper
 
 
 def test_invalid_points_are_all_reported_and_nothing_is_written(

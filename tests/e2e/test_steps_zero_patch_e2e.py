@@ -52,7 +52,9 @@ def test_generated_job_records_exactly_the_steps(
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
         subprocess.run(["git", "apply", str(folder / "training-loop.patch")], cwd=root, check=True)
     else:
-        assert (folder / "nsysgen-site" / "sitecustomize.py").is_file()
+        # One copy at the top of the tree, above the folder: nsys-exec finds it there.
+        assert (folder.parent / "nsysgen-site" / "sitecustomize.py").is_file()
+        assert not (folder / "nsysgen-site").exists()
     code, _, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
     runs = {int(p.suffix[1:]): parse(p.read_text()) for p in events.glob("events.*")}

@@ -18,13 +18,13 @@ def text() -> str:
 
 def test_the_verifier_is_written_once_and_then_current(tmp_path: Path, text: str) -> None:
     assert shared_state(tmp_path) == "missing"
-    assert write_shared(tmp_path) == "missing"
+    assert write_shared(tmp_path) == {VERIFIER: "missing"}
     path = tmp_path / VERIFIER
     assert path.read_text() == text
     assert path.stat().st_mode & 0o777 == 0o755
     assert shared_state(tmp_path) == "current"
     before = path.stat().st_ino
-    assert write_shared(tmp_path) == "current"
+    assert write_shared(tmp_path) == {VERIFIER: "current"}
     assert path.stat().st_ino == before  # not rewritten
     assert sorted(p.name for p in tmp_path.iterdir()) == [VERIFIER]  # no temporary file left
 
@@ -34,7 +34,7 @@ def test_a_changed_content_or_mode_is_changed_and_restored(tmp_path: Path, text:
     path = tmp_path / VERIFIER
     path.chmod(0o644)
     assert shared_state(tmp_path) == "changed"
-    assert write_shared(tmp_path) == "changed"
+    assert write_shared(tmp_path) == {VERIFIER: "changed"}
     assert shared_state(tmp_path) == "current"
     path.write_text(text + "# edited\n")
     assert shared_state(tmp_path) == "changed"
@@ -49,7 +49,7 @@ def test_a_symbolic_link_is_replaced_not_written_through(tmp_path: Path, text: s
     (tmp_path / "out" / VERIFIER).symlink_to(elsewhere)
     assert shared_state(tmp_path / "out") == "missing"
     elsewhere.write_text("mine\n")
-    assert write_shared(tmp_path / "out") == "missing"
+    assert write_shared(tmp_path / "out") == {VERIFIER: "missing"}
     assert not (tmp_path / "out" / VERIFIER).is_symlink()
     assert elsewhere.read_text() == "mine\n"
 

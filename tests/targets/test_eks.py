@@ -509,11 +509,16 @@ def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job
     result = run_cli(*args)
     assert result.code == 0, result.err
     [folder] = folders(tmp_path)
-    configmap = load_generated_yaml(folder / "nsysgen-site-configmap.yaml")
+    # One ConfigMap at the top of the tree, for every folder; none in the folder.
+    assert not (folder / "nsysgen-site-configmap.yaml").exists()
+    configmap = load_generated_yaml(tmp_path / "nsysgen-site-configmap.yaml")
     name = configmap["metadata"]["name"]
-    site = render_template("common/sitecustomize.py.j2", header=header("#"))
+    assert "namespace" not in configmap["metadata"]  # apply-site.sh applies it into the job's
+    site = render_template("common/sitecustomize.py.j2", header=header("#", shared=True))
     helper = render_template(
-        "common/nsysgen_window.py.j2", header=header("#"), source=source_text("step_window")
+        "common/nsysgen_window.py.j2",
+        header=header("#", shared=True),
+        source=source_text("step_window"),
     )
     assert configmap["data"] == {"sitecustomize.py": site, "nsysgen_window.py": helper}
     manifest = (folder / f"{job}.yaml").read_text()
@@ -523,7 +528,8 @@ def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job
     assert "value: /nsysgen-site:/opt/mine" in text
     assert not (folder / "nsysgen-site").exists()  # the ConfigMap carries it
     readme = (folder / "README.md").read_text()
-    assert f"kubectl apply -f nsysgen-site-configmap.yaml -f {job}.yaml" in readme
+    apply = f"`./apply-site.sh` (the step helper's ConfigMap), then `kubectl apply -f {job}.yaml`"
+    assert apply in readme
 
 
 def test_fetch_reports_copies_the_run_of_the_job_now_in_the_cluster(tmp_path: Path) -> None:

@@ -98,15 +98,16 @@ def _verify_extra(config: Config) -> dict[str, Any]:
 
 
 PATCH_FILE = "profile-patch.yaml"
+APPLY_SITE = "apply-site.sh"  # the tree's one helper ConfigMap into this job's namespace
 
 
 def _apply_job(config: Config, files: list[str]) -> str:
     """How the README says to start the job (nsysgen's, or the user's patched one)."""
-    configmap = "-f nsysgen-site-configmap.yaml " if SITE_CONFIGMAP_FILE in files else ""
+    # The helper's ConfigMap first: a pod that starts without it cannot mount it.
+    first = f"`./{APPLY_SITE}` (the step helper's ConfigMap), then " if APPLY_SITE in files else ""
     manifest = eks_settings(config).manifest
     if manifest is None:
-        return f"`kubectl apply {configmap}-f {eks_settings(config).job}.yaml`"
-    first = f"`kubectl apply {configmap.strip()}` and " if configmap else ""
+        return f"{first}`kubectl apply -f {eks_settings(config).job}.yaml`"
     return f"{first}your job with the patch (below: `kubectl apply -k` or `kubectl patch`)."
 
 
@@ -158,8 +159,11 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     ]
     if plan.facts.steps.site:
         specs.append(
-            ArtifactSpec(SITE_CONFIGMAP_FILE, "common/yaml.j2", {"data": site_configmap(config)})
+            ArtifactSpec(
+                SITE_CONFIGMAP_FILE, "common/yaml.j2", {"data": site_configmap()}, shared=True
+            )
         )
+        specs.append(ArtifactSpec(APPLY_SITE, "eks/apply-site.sh.j2", context, True))
     upload = upload_script(config)
     if upload is not None:
         specs.append(upload)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
+from functools import cache
 from typing import Any
 
 from nsysgen.model import Config
@@ -23,7 +25,6 @@ from nsysgen.targets.eks.names import (
     STATE_DIR,
     TMP_VOLUME,
     TRAINER_CONTAINER,
-    _site_configmap_name,
     eks_settings,
     injector,
     mounts_shared_fs,
@@ -34,21 +35,23 @@ from nsysgen.targets.eks.names import (
 )
 
 
-def site_configmap(config: Config) -> dict[str, Any]:
-    """The ConfigMap that carries the zero-patch helper into every pod (kubectl apply it with
-    the job)."""
-    site = render_template("common/sitecustomize.py.j2", header=header("#"))
+@cache
+def site_configmap() -> dict[str, Any]:
+    """The ConfigMap that carries the zero-patch helper into every pod: one for every folder of
+    the generated tree (at its top), applied into a job's namespace by its apply-site.sh. Named
+    by its content, so that a newer helper never replaces the one a running job mounts."""
+    shared = header("#", shared=True)
+    site = render_template("common/sitecustomize.py.j2", header=shared)
     helper = render_template(
-        "common/nsysgen_window.py.j2", header=header("#"), source=source_text("step_window")
+        "common/nsysgen_window.py.j2", header=shared, source=source_text("step_window")
     )
+    data = {"sitecustomize.py": site, STEP_WINDOW_FILE: helper}
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {
-            "name": _site_configmap_name(config),
-            "namespace": eks_settings(config).namespace,
-        },
-        "data": {"sitecustomize.py": site, STEP_WINDOW_FILE: helper},
+        "metadata": {"name": f"nsysgen-site-{digest}"},
+        "data": data,
     }
 
 
@@ -149,7 +152,7 @@ def _volumes(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
             claim = {"claimName": eks_settings(config).reports_pvc}
             volumes.append({"name": SHARED_VOLUME, "persistentVolumeClaim": claim})
     if plan.facts.steps.site:
-        configmap = {"name": _site_configmap_name(config)}
+        configmap = {"name": site_configmap()["metadata"]["name"]}
         volumes.append({"name": SITE_VOLUME, "configMap": configmap})
     return volumes
 

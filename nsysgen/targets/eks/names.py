@@ -155,10 +155,6 @@ SITE_VOLUME = "nsysgen-site"
 SITE_CONFIGMAP_FILE = "nsysgen-site-configmap.yaml"
 
 
-def _site_configmap_name(config: Config) -> str:
-    return f"{config.job.name}-nsysgen-site"
-
-
 # The container the Trainer runs the trainer block in (its constants.Node), whatever the runtime.
 TRAINER_CONTAINER = "node"
 

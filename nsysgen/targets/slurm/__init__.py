@@ -77,7 +77,7 @@ def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     )
 
 
-def _readme(config: Config, plan: ProfilePlan, files: list[str]) -> ArtifactSpec:
+def _readme(config: Config, plan: ProfilePlan, files: list[str], shared: list[str]) -> ArtifactSpec:
     per_gpu = config.workload.launch == "per_gpu"
     selection, facts = plan.facts.selection, plan.facts
     return ArtifactSpec(
@@ -87,6 +87,7 @@ def _readme(config: Config, plan: ProfilePlan, files: list[str]) -> ArtifactSpec
         context={
             "config": config,
             "files": files,
+            "shared": shared,
             "per_gpu": per_gpu,
             "profiled_text": describe(selection.profiled, per_gpu),
             "collectors_text": describe(selection.collectors, per_gpu),
@@ -122,7 +123,8 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
     upload = upload_script(config)
     if upload is not None:
         specs.append(upload)
-    specs.append(_readme(config, plan, sorted(s.path for s in specs)))
+    shared = sorted(s.path for s in specs if s.shared)
+    specs.append(_readme(config, plan, sorted(s.path for s in specs), shared))
     return specs
 
 

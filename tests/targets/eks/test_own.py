@@ -18,6 +18,7 @@ from nsysgen.model import Config
 from nsysgen.pipeline import build_config, typed
 from nsysgen.profile.environment import job_env
 from nsysgen.targets.eks.checks import checks
+from nsysgen.targets.eks.jobs import site_configmap
 from nsysgen.targets.eks.own import (
     _env_ops,
     _escape,
@@ -54,6 +55,7 @@ spec:
   trainer: {numNodes: 2, numProcPerNode: 4, command: [bash, -c, torchrun train.py]}
 """
 MASTER = "/spec/pytorchReplicaSpecs/Master/template"
+SITE_NAME = site_configmap()["metadata"]["name"]  # the tree's one helper ConfigMap
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,7 @@ def test_the_patch_for_a_small_pytorchjob(composer: Composer, here: Path) -> Non
          "value": {"labels": {"nvidia-nsight-profile": "enabled"}}},
         {"op": "add", "path": f"{MASTER}/spec/volumes",
          "value": [{"name": "nsys-tmp", "emptyDir": {}},
-                   {"name": "nsysgen-site", "configMap": {"name": "tiny-nsysgen-site"}}]},
+                   {"name": "nsysgen-site", "configMap": {"name": SITE_NAME}}]},
         {"op": "test", "path": f"{container}/name", "value": "pytorch"},
         {"op": "add", "path": f"{container}/volumeMounts",
          "value": [{"name": "nsys-tmp", "mountPath": "/nsys-tmp"},
