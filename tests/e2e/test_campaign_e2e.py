@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.build import point_job_name
 from nsysgen.cli import main
 from tests.conftest import RunCli
 from tests.realparts import ACTIVE, LocalCluster, python_workload
@@ -113,7 +114,7 @@ def test_each_run_has_its_own_folder(campaign: Campaign) -> None:
         names = sorted(p.name for p in (campaign.reports / f"job{job}").glob("*.nsys-rep"))
         assert [n.split(f"_job{job}_")[1].split("_")[0] for n in names] == ["rank0", "rank3"]
     # The other sweep point's runs are in its own report folder.
-    other = campaign.reports.parent / f"{NAME}_{campaign.other.name}"
+    other = campaign.reports.parent / point_job_name(NAME, campaign.other.name)
     assert [p.name for p in other.iterdir() if p.name.startswith("job")] == [
         f"job{campaign.other_run}"
     ]
@@ -125,7 +126,8 @@ def test_verify_checks_the_newest_run_and_lists_the_others(campaign: Campaign) -
     print(newest.stdout)
     # The cut-short run is the newest: it is the one checked, and it is incomplete.
     assert newest.returncode == 1, newest.stdout + newest.stderr
-    assert f"verify: job {NAME}_{campaign.point.name} ({campaign.cut})" in newest.stdout
+    job = point_job_name(NAME, campaign.point.name)
+    assert f"verify: job {job} ({campaign.cut})" in newest.stdout
     assert "likely cause: the job was cancelled" in newest.stdout or "MISSING" in newest.stdout
     assert (
         f"note: checked the newest run, job {campaign.cut}; other runs here, not read: "
@@ -180,7 +182,8 @@ def test_analyze_reads_one_run_and_says_which(
     assert chosen.code == 0, chosen.err
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert [r["rank"] for r in summary["ranks"]] == [0, 3]
-    assert summary["label"] == f"job {NAME}_{campaign.point.name}, run {b}, 2 report(s)"
+    job = point_job_name(NAME, campaign.point.name)
+    assert summary["label"] == f"job {job}, run {b}, 2 report(s)"
     assert all(f"_job{b}_" in name for name in summary["reports"])
 
 

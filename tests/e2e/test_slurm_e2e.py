@@ -64,7 +64,8 @@ def test_sbatch_test_only_accepts_every_experiment_and_local_shape(
         for workload in ("nccl", "nemo", "fsdp")
     ]:
         assert main([*overrides, f"output_dir={out}"]) == 0
-    folders = sorted(p for p in out.iterdir() if p.is_dir())
+    # The setups (the tree's shared nsysgen-site/ is none of them).
+    folders = sorted(p for p in out.iterdir() if (p / "nsysgen-manifest.json").is_file())
     assert len(folders) == len(slurm_experiments) + 6
     folders.append(local_cluster.compile(*python_workload(local_cluster), "job.name=shape-local"))
     for folder in folders:
