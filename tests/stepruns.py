@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsysgen.output.render import render_template
-from nsysgen.patching.patch import PatchError, helper_text, patch_library, patch_source
-from nsysgen.shipped import STEP_WINDOW_FILE
+from nsysgen.patching.patch import PatchError, patch_library, patch_source
+from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 from tests.conftest import REPO
 
-HELPER = helper_text()
+HELPER = source_text("step_window")
 SITE = render_template("common/sitecustomize.py.j2", header="# test copy")
 STANDIN = REPO / "tests" / "standin"
 COUNTED = ("forward", "backward", "optimizer.step", "scaler.skip", "mark")

@@ -13,18 +13,17 @@ import pytest
 
 from nsysgen.patching.patch import (
     PatchError,
-    helper_patch,
-    helper_text,
     patch_source,
     strip,
     unified_patch,
 )
-from nsysgen.shipped import STEP_WINDOW_FILE
+from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 from nsysgen.shipped.step_window import StepWindow
 from tests.conftest import REPO, RunCli
 
 SCRIPTS = sorted(p.name for p in (REPO / "tests" / "training_scripts").glob("*.py"))
 GOLDEN = REPO / "tests" / "golden" / "patches"
+HELPER = source_text("step_window")
 
 
 def source_of(name: str) -> str:
@@ -32,12 +31,11 @@ def source_of(name: str) -> str:
 
 
 def diff_for(name: str) -> str:
-    """The script's part of its patch (the golden file); the rest adds the step helper."""
+    """The script's patch (the golden file): its edit only, no file added (the step helper is
+    the generated tree's one copy)."""
     path = f"tests/training_scripts/{name}"
     source = source_of(name)
-    whole = unified_patch(path, source, patch_source(source))
-    assert whole.endswith(helper_patch(path))
-    return whole.removesuffix(helper_patch(path))
+    return unified_patch(path, source, patch_source(source))
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -64,13 +62,14 @@ def test_patch_finds_the_training_loop(name: str, begin: str, steps_by: str) -> 
     assert patched.count(begin) == 1, steps_by
     # The step ends at the optimizer step (the helper's hook): no line marks the end.
     assert sum(line.endswith("# nsysgen") for line in patched) == 1
-    assert patched.count("from nsysgen_window import window as _nsysgen_window  # noqa: E402") == 1
+    assert (
+        patched.count("    from nsysgen_window import window as _nsysgen_window  # noqa: E402") == 1
+    )
 
 
 @pytest.mark.parametrize("tool", ["git", "patch"])
 def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path, tool: str) -> None:
     for name in SCRIPTS:
-        # Each setup's patch adds the helper beside its script: one repository copy each.
         repo = tmp_path / tool / name
         (repo / "tests" / "training_scripts").mkdir(parents=True)
         shutil.copy(
@@ -78,15 +77,13 @@ def test_patches_apply_with_git_and_patch_and_compile(tmp_path: Path, tool: str)
         )
         subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
         patch = tmp_path / f"{name}.patch"
-        path = f"tests/training_scripts/{name}"
-        patch.write_text((GOLDEN / f"{name}.patch").read_text() + helper_patch(path))
+        patch.write_text((GOLDEN / f"{name}.patch").read_text())
         apply = ["git", "apply"] if tool == "git" else ["patch", "-p1", "--quiet", "-i"]
         subprocess.run([*apply, str(patch)], cwd=repo, check=True)
         patched = (repo / "tests" / "training_scripts" / name).read_text()
         compile(patched, name, "exec")
         assert patched == patch_source(source_of(name))
-        helper = repo / "tests" / "training_scripts" / STEP_WINDOW_FILE
-        assert helper.read_text() == helper_text()
+        assert not (repo / "tests" / "training_scripts" / STEP_WINDOW_FILE).exists()
         # Patching an already patched file changes nothing; stripping gives the original back.
         assert patch_source(patched) == patched
         assert strip(patched) == source_of(name)
@@ -100,13 +97,45 @@ def test_patched_script_does_nothing_without_the_window_variables(tmp_path: Path
             "for step in range(3):\n    Loss().backward()\n"
         )
     )
-    (tmp_path / STEP_WINDOW_FILE).write_text(helper_text())
+    (tmp_path / STEP_WINDOW_FILE).write_text(HELPER)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_PROFILE_")}
     code = "import runpy, sys; runpy.run_path('train.py'); print('torch' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], env=environ, cwd=tmp_path, capture_output=True, text=True
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
+
+
+LOOP = (
+    "class Loss:\n    def backward(self):\n        pass\n\n\n"
+    "for step in range(3):\n    Loss().backward()\n"
+)
+
+
+def test_a_patched_script_finds_the_trees_helper_or_says_why_none(tmp_path: Path) -> None:
+    """The patch adds no file: the loop imports the generated tree's one copy from the folder
+    NSYSGEN_HELPER_DIR names (nsys-exec, the EKS pods), else from beside the script; with
+    neither it still runs, and says why nothing is recorded when a window was asked for."""
+    (tmp_path / "train.py").write_text(patch_source(LOOP))
+    site = tmp_path / "tree" / "nsysgen-site"
+    site.mkdir(parents=True)
+    (site / STEP_WINDOW_FILE).write_text(HELPER)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NSYSGEN_")}
+    code = "import runpy, sys; runpy.run_path('train.py'); print(sys.modules.get('nsysgen_window'))"
+
+    def run(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code], env={**environ, **env}, cwd=tmp_path,
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    found = run(NSYSGEN_HELPER_DIR=str(site))
+    assert found.returncode == 0 and str(site / STEP_WINDOW_FILE) in found.stdout, found
+    quiet = run()
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "None\n", "")
+    asked = run(NSYSGEN_PROFILE_FIRST_STEP="1", NSYSGEN_PROFILE_LAST_STEP="2")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stderr.startswith("nsysgen: no step helper (No module named 'nsysgen_window')")
 
 
 def test_helper_selects_ranks_from_the_environment() -> None:
@@ -197,8 +226,11 @@ def test_compile_writes_the_patch_and_reports_errors(
     )
     assert result.code == 0, result.err
     text = (out / "patched" / "training-loop.patch").read_text()
-    assert text.endswith(diff_for("plain_loop.py") + helper_patch(source))
+    assert text.endswith(diff_for("plain_loop.py"))
+    # The helper: the tree's one copy, which nsys-exec names to the patched loop.
     assert not (out / "patched" / "nsysgen_window.py").exists()
+    assert (out / "nsysgen-site" / "nsysgen_window.py").read_text().endswith(HELPER + "\n")
+    assert 'export NSYSGEN_HELPER_DIR="$site"' in (out / "patched" / "nsys-exec").read_text()
     missing = run_cli(
         "workload=python",
         "capture=steps",

@@ -100,4 +100,6 @@ def test_compile_takes_a_library_loop(
         patch = tmp_path / "lib" / "training-loop.patch"
         subprocess.run(["git", "apply", str(patch)], cwd=repo, check=True)
         assert "_nsysgen_window.attach(trainer)  # nsysgen" in (repo / source).read_text()
-        assert (repo / "tests/training_scripts/corpus/nsysgen_window.py").is_file()
+        # The helper is the generated tree's one copy, not a file the patch adds.
+        assert not (repo / "tests/training_scripts/corpus/nsysgen_window.py").exists()
+        assert (tmp_path / "nsysgen-site" / "nsysgen_window.py").is_file()

@@ -128,6 +128,8 @@ class StepFacts:
     ranks: str = "all"  # the ranks that open the window, as the helper reads them
     # How the reports show the steps (what verify checks; None: no step capture).
     ranges: StepRanges | None = None
+    # A patched program imports the helper from the folder NSYSGEN_HELPER_DIR names.
+    helper_dir: bool = False
 
 
 @dataclass(frozen=True)

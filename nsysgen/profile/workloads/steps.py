@@ -87,7 +87,8 @@ def step_files(config: Config) -> tuple[str, ...]:
         return ()
     settings = config.workload.settings
     source = settings.source if isinstance(settings, SourceSettings) else None
-    return (PATCH_FILE,) if source else (WINDOW_HELPER_FILE,)
+    # The helper itself: the generated tree's one copy, which the launch names.
+    return (PATCH_FILE, SITE_HELPER_FILE) if source else (WINDOW_HELPER_FILE,)
 
 
 def step_ranges(config: Config) -> StepRanges | None:
@@ -104,6 +105,7 @@ def step_facts(config: Config) -> StepFacts:
         method=step_method(config),
         env=step_window_env(config),
         site=uses_site(config),
+        helper_dir=step_method(config) == "patch",
         marks=marks_steps(config),
         files=step_files(config),
         ranks=window_ranks(config),

@@ -31,6 +31,7 @@ from nsysgen.targets.eks.jobs import (
     pytorchjob,
     site_configmap,
     trainjob,
+    uses_helper,
 )
 from nsysgen.targets.eks.names import (
     EKS_POD_VARS,
@@ -157,7 +158,7 @@ def artifacts(config: Config, plan: ProfilePlan) -> list[ArtifactSpec]:
         ],
         *verify_files(config, plan, TARGET, _verify_extra(config)),
     ]
-    if plan.facts.steps.site:
+    if uses_helper(plan):
         specs.append(
             ArtifactSpec(
                 SITE_CONFIGMAP_FILE, "common/yaml.j2", {"data": site_configmap()}, shared=True

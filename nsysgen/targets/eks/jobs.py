@@ -10,6 +10,7 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import header, render_template
+from nsysgen.patching.patch import HELPER_DIR_VAR
 from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 from nsysgen.targets.eks.injection import (
@@ -33,6 +34,12 @@ from nsysgen.targets.eks.names import (
     reports_on_volume,
     runtime_job,
 )
+
+
+def uses_helper(plan: ProfilePlan) -> bool:
+    """The pods load the step helper from its ConfigMap: on PYTHONPATH (zero-patch), or by
+    NSYSGEN_HELPER_DIR (a patched loop)."""
+    return plan.facts.steps.site or plan.facts.steps.helper_dir
 
 
 @cache
@@ -66,6 +73,8 @@ def _env(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
         # Container env replaces the image's PYTHONPATH: keep the one the config sets.
         theirs = values.get("PYTHONPATH")
         values["PYTHONPATH"] = f"{SITE_MOUNT}:{theirs}" if theirs else SITE_MOUNT
+    elif plan.facts.steps.helper_dir:
+        values[HELPER_DIR_VAR] = SITE_MOUNT  # the patched loop imports the helper from there
     env: list[dict[str, Any]] = [
         {"name": name, "value": value} for name, value in sorted(values.items())
     ]
@@ -133,7 +142,7 @@ def _mounts(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
             # The training script is on the shared filesystem (issue 40: without this mount
             # torchrun finds no script and the job fails at start).
             mounts.append({"name": SHARED_VOLUME, "mountPath": config.cluster.shared_fs})
-    if plan.facts.steps.site:
+    if uses_helper(plan):
         mounts.append({"name": SITE_VOLUME, "mountPath": SITE_MOUNT, "readOnly": True})
     return mounts
 
@@ -151,7 +160,7 @@ def _volumes(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
         if mounts_shared_fs(config):
             claim = {"claimName": eks_settings(config).reports_pvc}
             volumes.append({"name": SHARED_VOLUME, "persistentVolumeClaim": claim})
-    if plan.facts.steps.site:
+    if uses_helper(plan):
         configmap = {"name": site_configmap()["metadata"]["name"]}
         volumes.append({"name": SITE_VOLUME, "configMap": configmap})
     return volumes

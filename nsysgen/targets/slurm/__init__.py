@@ -60,7 +60,10 @@ def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "collectors_text": describe(selection.collectors, per_gpu),
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
-            "site_dir": SITE_DIR if program(plan).site else None,
+            # Where the step helper is: the zero-patch one on PYTHONPATH, a patched loop's
+            # through NSYSGEN_HELPER_DIR.
+            "site_dir": SITE_DIR if program(plan).site or plan.facts.steps.helper_dir else None,
+            "on_path": program(plan).site,
             # The step helper writes what it says beside nsys's temp files (verify reads it).
             "helper_log": config.capture.mode == "steps",
             # A job script of the user's own starts it: the srun's shape is checked.

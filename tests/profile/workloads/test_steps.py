@@ -75,7 +75,10 @@ def test_the_step_number_comes_from_the_script_or_the_frameworks_counter() -> No
 def test_the_files_each_method_needs() -> None:
     assert step_files(config(*PYTHON)) == (SITE_FILE, SITE_HELPER_FILE)
     patch = (*PYTHON, "capture.step_method=patch")
-    assert step_files(config(*patch, "workload.python.source=t.py")) == (PATCH_FILE,)
+    assert step_files(config(*patch, "workload.python.source=t.py")) == (
+        PATCH_FILE,
+        SITE_HELPER_FILE,
+    )
     assert step_files(config(*patch)) == (WINDOW_HELPER_FILE,)  # to put in by hand
     assert step_files(config("workload=megatron", "capture=steps")) == ()
     assert step_files(config("workload=python")) == ()
