@@ -63,6 +63,11 @@ cp tests/workloads/gpu_train.py tests/workloads/nccl_allreduce.py "$out/work/tes
 cp tests/training_scripts/fsdp_train.py "$out/work/tests/training_scripts/"
 git -C "$out/work" apply "$out/generated/steps-compute/training-loop.patch"
 git -C "$out/work" apply "$out/generated/fsdp-node-all/training-loop.patch"
+# The step helper beside the patched scripts (the patch adds none: the tree's one copy, which
+# nsys-exec names; prove.py also runs the programs without it).
+for dest in tests/workloads tests/training_scripts; do
+  cp "$out/generated/nsysgen-site/nsysgen_window.py" "$out/work/$dest/"
+done
 rm -rf "$out/work/.git"
 
 (cd "$out/debs" && apt-get download -qq libdw1 libelf1 2>/dev/null)

@@ -27,6 +27,8 @@ if [ "$mode" = prepare ]; then
     workload.python.source=bench/gpu/accum_train.py job.name=verify "output_dir=$dir/generated" >/dev/null
   cp bench/gpu/accum_train.py "$dir/work/bench/gpu/"
   git init -q "$dir/work" && git -C "$dir/work" apply "$dir/generated/verify/training-loop.patch"
+  # The step helper beside the patched script (the patch adds none: the tree's one copy).
+  cp "$dir/generated/nsysgen-site/nsysgen_window.py" "$dir/work/bench/gpu/"
   rm -rf "$dir/work/.git"
   (cd "$dir/debs" && apt-get download -qq libdw1 libelf1 2>/dev/null)
   cp bench/gpu/shim/scontrol "$srun_standin" "$dir/shim/" && chmod +x "$dir/shim/"*

@@ -42,6 +42,8 @@ prepare() {
   cp tests/workloads/gpu_train.py "$dir/work/tests/workloads/"
   git init -q "$dir/work"
   git -C "$dir/work" apply "$dir/generated/x2-clean/training-loop.patch"
+  # The step helper beside the patched script (the patch adds none: the tree's one copy).
+  cp "$dir/generated/nsysgen-site/nsysgen_window.py" "$dir/work/tests/workloads/"
   rm -rf "$dir/work/.git"
   (cd "$dir/debs" && apt-get download -qq libdw1 libelf1 2>/dev/null)
   ls "$dir"/debs/libdw1_*.deb "$dir"/debs/libelf1_*.deb >/dev/null

@@ -154,7 +154,7 @@ def test_steps38_dry_run(tmp_path: Path) -> None:
         profile = profiles[setup]
         assert profile["argv"][-2:] == ["python3", str(folder / program)]
         assert profile["cwd"] == str(folder)
-        site = run.root / "generated" / setup / "nsysgen-site"
+        site = run.root / "generated" / "nsysgen-site"  # the tree's one copy
         assert profile["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(site)
         assert profile["env"]["PROOF_LOG"] == str(run.root / "steps38" / setup / "proof.jsonl")
         assert profile["env"]["NSYSGEN_PROFILE_FIRST_STEP"] == str(first)
@@ -193,7 +193,7 @@ def test_steps24_dry_run(tmp_path: Path) -> None:
     assert (generated / "nsysgen-verify.py").is_file()
     assert not list(generated.glob("*/nsysgen-verify.py"))
     for name in ("nanogpt", "ddp", "fabric"):
-        # The generated patch adds the step helper beside the script.
+        # The tree's one step helper, beside the patched script (the patch adds none).
         assert (run.device_dir / "work" / f"{name}-patch" / CORPUS / "nsysgen_window.py").is_file()
     assert run.log.count("packed:") == 3, run.log[-3000:]
     assert "all done" in run.log
@@ -205,7 +205,7 @@ def test_steps24_dry_run(tmp_path: Path) -> None:
         assert len(mine) == 1, (setup, profiles)
         assert any(f"/work/{setup}/" in arg for arg in mine[0]["argv"]), mine[0]["argv"]
         if setup.endswith("-hook"):
-            site = str(run.root / "generated" / setup / "nsysgen-site")
+            site = str(run.root / "generated" / "nsysgen-site")
             assert mine[0]["env"]["PYTHONPATH"].split(os.pathsep)[0] == site
 
     summary = run.summary("steps24")

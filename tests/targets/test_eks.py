@@ -532,6 +532,31 @@ def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job
     assert apply in readme
 
 
+def test_a_patched_loop_gets_the_trees_helper_in_its_pods(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """step_method=patch on EKS: the patch adds no file; the pods mount the tree's ConfigMap and
+    NSYSGEN_HELPER_DIR names it to the patched loop (not on PYTHONPATH: no site hook runs)."""
+    monkeypatch.chdir(REPO)
+    source = "tests/training_scripts/plain_loop.py"
+    args = ["target=eks", "workload=fsdp", IMAGE, "capture=steps", "capture.step_method=patch"]
+    args += [f"workload.fsdp.source={source}", f"workload.fsdp.script=/app/{source}"]
+    args += ["workload.fsdp.args=[]", f"output_dir={tmp_path}"]
+    result = run_cli(*args)
+    assert result.code == 0, result.err
+    [folder] = folders(tmp_path)
+    assert (
+        "+++ b/tests/training_scripts/nsysgen_window.py"
+        not in (folder / "training-loop.patch").read_text()
+    )
+    name = load_generated_yaml(tmp_path / "nsysgen-site-configmap.yaml")["metadata"]["name"]
+    text = yaml.safe_dump(yaml.safe_load((folder / "trainjob.yaml").read_text()))
+    assert f"name: {name}" in text and "mountPath: /nsysgen-site" in text
+    assert "- name: NSYSGEN_HELPER_DIR\n" in text and "value: /nsysgen-site\n" in text
+    assert "value: /nsysgen-site:" not in text and "name: PYTHONPATH" not in text
+    assert (folder / "apply-site.sh").is_file()
+
+
 def test_fetch_reports_copies_the_run_of_the_job_now_in_the_cluster(tmp_path: Path) -> None:
     """fetch-reports.sh (injectors that write to the shared volume): the helper pod's own
     commands, run by BusyBox as the busybox image runs them, copy the reports written since the

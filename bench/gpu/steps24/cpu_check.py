@@ -3,7 +3,7 @@ CUDA profiler and NVTX calls are recorded instead of made, and prints, as JSON, 
 "step N" range would hold: the helper's optimizer-step marks and the cross-entropy calls
 (forward passes). Used on the CPU machine before the device run, for example:
 
-    PYTHONPATH=<job>/nsysgen-site NSYSGEN_PROFILE_FIRST_STEP=10 ... \
+    PYTHONPATH=<tree>/nsysgen-site NSYSGEN_PROFILE_FIRST_STEP=10 ... \
       python3 cpu_check.py nanogpt_train.py --device=cpu --dtype=float32 ...
 
 The script runs as __main__ from its own path (runpy), so the helper's NSYSGEN_PROFILE_STEP_SCOPE

@@ -46,7 +46,7 @@ say() { echo "[steps24 $((SECONDS))s] $*"; }
 pack() { # the summary and the tarball as they stand (again after each phase: a run cut short
   # by the device's limit still brings back what it did)
   rm -rf "$res/generated" && cp -r "$root/generated" "$res/generated"
-  rm -rf "$res"/generated/*/nsysgen-site "$res/generated/nsysgen-verify.py"
+  rm -rf "$res/generated/nsysgen-site" "$res/generated/nsysgen-verify.py"
   python3 "$dir/summarize.py" "$res" > "$OUT/steps24.json"
   cp "$OUT/steps24.json" "$res/"
   tar -C "$root" -czf "$OUT/steps24.tar.gz" steps24
@@ -161,7 +161,7 @@ mapfile -t nanogpt_args < "$dir/nanogpt-args.txt"
 cost_env() { # LABEL SCOPE: the environment of one cost run
   env_args=(env -u PYTHONPATH -u RANK -u LOCAL_RANK -u WORLD_SIZE -u NSYSGEN_PROFILE_FIRST_STEP)
   if [ "$1" = helper ]; then
-    env_args+=("PYTHONPATH=$root/generated/nanogpt-hook/nsysgen-site"
+    env_args+=("PYTHONPATH=$root/generated/nsysgen-site"
                NSYSGEN_PROFILE_FIRST_STEP=1000000 NSYSGEN_PROFILE_LAST_STEP=1000004
                NSYSGEN_PROFILE_RANKS=0 NSYSGEN_PROFILE_STEP_EXPR=iter_num
                "NSYSGEN_PROFILE_STEP_SCOPE=$2")

@@ -4,7 +4,7 @@ loop at module level whose counter is `iter_num` (as nanoGPT's), timed in blocks
     python3 hookcost.py [STEPS_PER_BLOCK] [BLOCKS]   -> one JSON line
 
 Run it plain, and with the zero-patch helper armed on a window that never opens
-(PYTHONPATH=<job>/nsysgen-site NSYSGEN_PROFILE_FIRST_STEP=1000000 ...LAST_STEP=1000000
+(PYTHONPATH=<tree>/nsysgen-site NSYSGEN_PROFILE_FIRST_STEP=1000000 ...LAST_STEP=1000000
 NSYSGEN_PROFILE_RANKS=0 NSYSGEN_PROFILE_STEP_EXPR=iter_num
 NSYSGEN_PROFILE_STEP_SCOPE=hookcost.py:<module>): the difference of the per-step medians is
 what the hooks cost (reading iter_num from this frame, the NVTX mark and range push/pop with

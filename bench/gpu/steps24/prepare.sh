@@ -71,8 +71,8 @@ for method in hook patch; do
 done
 
 # The scripts: hook setups run them unmodified, patch setups the copy the generated patch made.
-# Each patch also adds the step helper beside its script (nsysgen_window.py, a new file): one
-# scratch tree per script, so that the three patches do not add it three times to one folder.
+# One scratch tree per script; the step helper goes beside each patched script (the patch adds
+# none: the tree's one copy, which nsys-exec names; the timing runs start the programs without it).
 declare -A script=([nanogpt]=nanogpt_train.py [ddp]=pt_ddp_multigpu_torchrun.py
                     [fabric]=fabric_build_your_own_trainer.py)
 scratch=$(mktemp -d)
@@ -83,8 +83,8 @@ for name in nanogpt ddp fabric; do
   cp "$corpus/${script[$name]}" "$scratch/$name/$corpus/"
   git -C "$scratch/$name" apply --check "$out/generated/$name-patch/training-loop.patch"
   git -C "$scratch/$name" apply "$out/generated/$name-patch/training-loop.patch"
-  # The patched script and whatever the patch added beside it (the helper).
-  cp "$scratch/$name/$corpus"/*.py "$out/work/$name-patch/$corpus/"
+  cp "$scratch/$name/$corpus"/*.py "$out/generated/nsysgen-site/nsysgen_window.py" \
+    "$out/work/$name-patch/$corpus/"
 done
 for method in hook patch; do
   from=$corpus

@@ -40,7 +40,7 @@ left() { echo $((DEADLINE_S - SECONDS)); }
 pack() { # the summary and the tarball as they stand (again after each phase: a run cut short
   # by the device's limit still brings back what it did)
   rm -rf "$res/generated" && cp -r "$root/generated" "$res/generated"
-  rm -rf "$res"/generated/*/nsysgen-site "$res/generated/nsysgen-verify.py"
+  rm -rf "$res/generated/nsysgen-site" "$res/generated/nsysgen-verify.py"
   python3 "$dir/summarize.py" "$res" "$dir/setups.txt" > "$OUT/steps38.json"
   cp "$OUT/steps38.json" "$res/"
   tar -C "$root" -czf "$OUT/steps38.tar.gz" steps38

@@ -76,7 +76,7 @@ done <<< "$setups"
 while read -r name _rest; do
   [ -f "$out/generated/$name/job.sbatch" ]
   [ -x "$out/generated/$name/nsys-exec" ]
-  [ -f "$out/generated/$name/nsysgen-site/sitecustomize.py" ]
+  [ -f "$out/generated/nsysgen-site/sitecustomize.py" ]
 done <<< "$setups"
 printf 'root=%q\nNSYS_HOST=%q\n' "$root" "$nsight_root" > "$out/settings.sh"
 
