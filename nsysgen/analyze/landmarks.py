@@ -69,6 +69,15 @@ def _joined(steps: list[list[iv.Interval]]) -> list[iv.Interval]:
     return iv.union(flat)
 
 
+# What the inference above cannot tell, said wherever it was used: the CUDA event and
+# synchronization tables (which stream waited on which) are not read.
+BY_LAUNCH_ORDER = (
+    "when a rank was ready for an NCCL kernel is inferred from launch order (the GPU work it "
+    "launched before it, on any stream), not from the CUDA event and synchronization tables: "
+    "work on a stream the kernel did not wait for still counts as holding it"
+)
+
+
 def nccl_ready(ops: list[GpuOp]) -> list[int]:
     """For each NCCL op of a step (in launch order), when its rank was ready for it. In
     comprehensions and C-level accumulate: a step can hold a million ops."""

@@ -43,6 +43,7 @@ from nsysgen.analyze import verdict as answer
 from nsysgen.analyze import views, waiting
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
+from nsysgen.analyze.landmarks import BY_LAUNCH_ORDER
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.ranks import comparable, unjudged
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
@@ -310,6 +311,8 @@ def build(
         summary["limits"].append(yardstick.NO_FABRIC)
     elif sizes and fabric is not None:
         summary["limits"].append(f"fabric: {yardstick.describe(fabric, world)}")
+    if stepped > 1 and any(t.nccl_kernels_total for t in ranks):
+        summary["limits"].append(BY_LAUNCH_ORDER)
     if stepped == 1 and any(t.collectives for t in ranks):
         summary["limits"].append(
             "waiting not told from transfer: one rank recorded, so its collectives have no "
