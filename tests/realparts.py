@@ -33,12 +33,14 @@ class LocalCluster:
     shared_fs: Path  # the cluster's "shared filesystem": generated folders, nsys, reports
     env: dict[str, str]  # environment with SLURM_CONF for the Slurm client commands
 
-    def compile(self, *overrides: str) -> Path:
-        """Compile a config for cluster=local with nsys 2023.4.4; returns the folder."""
+    def compile(self, *overrides: str, sweep: bool = False) -> Path:
+        """Compile a config for cluster=local with nsys 2023.4.4; returns the folder (`sweep`:
+        the overrides hold a sweep, and the folder is its first point's, one level deeper)."""
         out = self.shared_fs / "jobs"
         name = next(o.split("=", 1)[1] for o in overrides if o.startswith("job.name="))
         code = main(
             [
+                *(["-m"] if sweep else []),
                 "cluster=local",
                 f"cluster.shared_fs={self.shared_fs}",
                 "nsight=2023.4.4",
@@ -47,6 +49,8 @@ class LocalCluster:
             ]
         )
         assert code == 0
+        if sweep:
+            return min(p.parent for p in (out / name).glob("*/job.sbatch"))
         return out / name
 
     def compile_program(self, name: str, program_args: list[str], *overrides: str) -> Path:

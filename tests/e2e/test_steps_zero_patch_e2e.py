@@ -21,12 +21,13 @@ pytestmark = [pytest.mark.slurm, pytest.mark.nsys]
 SOURCE = "tests/workloads/accumulate_continue.py"
 
 
-@pytest.mark.parametrize("method", ["hook", "patch"])
+@pytest.mark.parametrize(("method", "sweep"), [("hook", False), ("patch", False), ("hook", True)])
 def test_generated_job_records_exactly_the_steps(
-    local_cluster: LocalCluster, nsys_2023: Path, method: str
+    local_cluster: LocalCluster, nsys_2023: Path, method: str, sweep: bool
 ) -> None:
-    name = f"e2e-steps-{method}"
-    root = local_cluster.shared_fs / "repos" / method  # the repository, as the cluster sees it
+    """A sweep point finds the tree's one helper two levels up, as a single setup one level."""
+    name = f"e2e-steps-{method}{'-sweep' if sweep else ''}"
+    root = local_cluster.shared_fs / "repos" / name  # the repository, as the cluster sees it
     script = root / SOURCE
     script.parent.mkdir(parents=True)
     shutil.copy(REPO / SOURCE, script)
@@ -46,14 +47,16 @@ def test_generated_job_records_exactly_the_steps(
         f"+cluster.env.PYTHONPATH={STANDIN}",
         f"+cluster.env.STANDIN_EVENTS={events}",
         f"job.name={name}",
-        "job.time_limit_min=10",
+        "job.time_limit_min=10,11" if sweep else "job.time_limit_min=10",
+        sweep=sweep,
     )
     if method == "patch":
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
         subprocess.run(["git", "apply", str(folder / "training-loop.patch")], cwd=root, check=True)
     else:
         # One copy at the top of the tree, above the folder: nsys-exec finds it there.
-        assert (folder.parent / "nsysgen-site" / "sitecustomize.py").is_file()
+        top = folder.parent.parent if sweep else folder.parent
+        assert (top / "nsysgen-site" / "sitecustomize.py").is_file()
         assert not (folder / "nsysgen-site").exists()
     code, _, log = local_cluster.sbatch_wait(folder)
     assert code == 0, log
