@@ -93,8 +93,18 @@ KEEP: dict[str, list[str] | None] = {
     "CUPTI_ACTIVITY_KIND_MEMSET": [
         "start", "end", "deviceId", "streamId", "correlationId", "globalPid",
     ],
+    # The stream waits and the event records they name (nsysgen/analyze/events.py).
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": [
+        "start", "end", "streamId", "correlationId", "globalPid", "syncType", "eventId",
+        "eventSyncId",
+    ],
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT": [
+        "streamId", "correlationId", "globalPid", "eventId", "eventSyncId",
+    ],
     "CUPTI_ACTIVITY_KIND_RUNTIME": ["start", "end", "globalTid", "correlationId", "nameId"],
 }  # fmt: skip
+# The tables whose rows name a CUDA API call the trim keeps (the work it launched, a wait, a
+# record).
 GPU_WORK = tuple(t for t in KEEP if t.startswith("CUPTI_ACTIVITY_KIND_") and "RUNTIME" not in t)
 SUMMARY: dict[str, Any] = {}
 

@@ -25,6 +25,7 @@ from itertools import accumulate
 from operator import itemgetter, sub
 
 from nsysgen.analyze import intervals as iv
+from nsysgen.analyze.events import Wait
 from nsysgen.analyze.steps_read import NCCL, GpuOp
 
 _START, _END = itemgetter(0), itemgetter(1)
@@ -69,24 +70,73 @@ def _joined(steps: list[list[iv.Interval]]) -> list[iv.Interval]:
     return iv.union(flat)
 
 
-# What the inference above cannot tell, said wherever it was used: the CUDA event and
-# synchronization tables (which stream waited on which) are not read.
+# Said wherever readiness came from launch order: a report without its stream waits.
 BY_LAUNCH_ORDER = (
     "when a rank was ready for an NCCL kernel is inferred from launch order (the GPU work it "
-    "launched before it, on any stream), not from the CUDA event and synchronization tables: "
-    "work on a stream the kernel did not wait for still counts as holding it"
+    "launched before it, on any stream), not from its stream's waits on CUDA events: work on "
+    "a stream the kernel did not wait for counts as holding it"
 )
 
 
-def nccl_ready(ops: list[GpuOp]) -> list[int]:
-    """For each NCCL op of a step (in launch order), when its rank was ready for it. In
-    comprehensions and C-level accumulate: a step can hold a million ops."""
+def nccl_ready(ops: list[GpuOp], waits: list[Wait] | None = None) -> list[int]:
+    """For each NCCL op of a step (in launch order), when its rank was ready for it: from the
+    report's stream waits where it has them (`waits`, even empty: read), else from launch
+    order. In comprehensions and C-level accumulate: a step can hold a million ops."""
     at = [i for i, op in enumerate(ops) if op[3] == NCCL]
     if not at:
         return []
-    ends = [0 if kind == NCCL else end for _, _, end, kind, _, _ in ops[: at[-1]]]
+    if waits is not None:
+        return _by_streams(ops, at, waits)
+    ends = [0 if op[3] == NCCL else op[2] for op in ops[: at[-1]]]
     done = list(accumulate(ends, max, initial=0))  # done[i]: the latest end of ops[:i]
     return [min(ops[i][1], max(ops[i][0], done[i])) for i in at]
+
+
+class _Streams:
+    """Per stream, its ops' launch moments and the latest end of its own work launched so far
+    (an NCCL kernel's end is a peer's doing, not the rank's: left out, as above)."""
+
+    def __init__(self, ops: list[GpuOp]) -> None:
+        self.launches: dict[int, list[int]] = {}
+        self.done: dict[int, list[int]] = {}
+        for op in ops:
+            launched = self.launches.setdefault(op[6], [])
+            done = self.done.setdefault(op[6], [])
+            launched.append(op[0])
+            done.append(max(done[-1] if done else 0, 0 if op[3] == NCCL else op[2]))
+
+    def done_before(self, stream: int, moment: int) -> int:
+        """The latest end of the stream's own work launched before `moment` (0: none)."""
+        index = bisect.bisect_left(self.launches.get(stream, []), moment)
+        return self.done[stream][index - 1] if index else 0
+
+    def launched_before(self, stream: int, moment: int) -> int | None:
+        index = bisect.bisect_left(self.launches.get(stream, []), moment)
+        return self.launches[stream][index - 1] if index else None
+
+
+def _by_streams(ops: list[GpuOp], at: list[int], waits: list[Wait]) -> list[int]:
+    """An NCCL kernel waits for the work before it on its own stream and, through each event
+    its stream waited on since its previous op there, for the work on the event's stream
+    before the event was recorded."""
+    streams = _Streams(ops[: at[-1] + 1])
+    by_stream: dict[int, list[Wait]] = {}
+    for wait in waits:
+        by_stream.setdefault(wait[1], []).append(wait)
+    ready = []
+    for i in at:
+        launch, start, stream = ops[i][0], ops[i][1], ops[i][6]
+        needed = streams.done_before(stream, launch)
+        previous = streams.launched_before(stream, launch)
+        own = by_stream.get(stream, [])
+        low = 0 if previous is None else bisect.bisect_right(own, previous, key=_WHEN)
+        for _, _, recorded, source in own[low : bisect.bisect_left(own, launch, key=_WHEN)]:
+            needed = max(needed, streams.done_before(source, recorded))
+        ready.append(min(start, max(launch, needed)))
+    return ready
+
+
+_WHEN = itemgetter(0)
 
 
 Landmark = tuple[int, int, int]  # (ready, busy, idle) ns from the step's opening gate

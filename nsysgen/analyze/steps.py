@@ -50,9 +50,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+from nsysgen.analyze import events
 from nsysgen.analyze import intervals as iv
 from nsysgen.analyze import landmarks as lm
 from nsysgen.analyze import steps_read as read
+from nsysgen.analyze.events import Wait
 from nsysgen.analyze.steps_read import (
     COMM_NAME,
     COMPUTE,
@@ -135,6 +137,9 @@ class RankTables:
     graph_ms_total: float = 0.0  # graph launches (traced as graphs)
     graph_launches_total: int = 0
     graphs_traced: str | None = None  # "graph" | "node" | None: no graph launch seen
+    # Why readiness for its NCCL kernels came from launch order, not its stream waits (None:
+    # from its stream waits; nsysgen/analyze/events.py).
+    ready_lost: str | None = None
 
 
 def _rank_from_name(report: str) -> int | None:
@@ -194,9 +199,9 @@ def _gpu_row(
     """One step's row (`after`: when the process's previous step's GPU work ended), its
     compute intervals (for the exposed pieces of its collectives) and all its work, merged."""
     # One comprehension per list (a report's steps hold millions of ops: this is its hot loop).
-    every = [(start, end) for _, start, end, _, _, _ in ops]
-    compute = [(start, end) for _, start, end, kind, _, _ in ops if kind in (COMPUTE, GRAPH)]
-    nccl = [(start, end) for _, start, end, kind, _, _ in ops if kind == NCCL]
+    every = [(start, end) for _, start, end, _, _, _, _ in ops]
+    compute = [(start, end) for _, start, end, kind, _, _, _ in ops if kind in (COMPUTE, GRAPH)]
+    nccl = [(start, end) for _, start, end, kind, _, _, _ in ops if kind == NCCL]
     graphs = list(map(_KIND, ops)).count(GRAPH)
     kernels = len(compute) - graphs + len(nccl)
     compute_ns, nccl_ns = iv.length(compute), iv.length(nccl)
@@ -245,6 +250,7 @@ def _reduce_process(
     ops: list[GpuOp],
     comm: list[tuple[int, int, str]],
     operations: list[Operation],
+    waits: list[Wait] | None = None,
 ) -> RankTables:
     # globalPid >> 24 still holds nsys's hardware id above the 24 bits of the OS pid.
     tables = RankTables(report=report, pid=pid & 0xFFFFFF, rank=None, device=None)
@@ -299,7 +305,8 @@ def _reduce_process(
                 for i, (s, e, name) in enumerate(ranges)
             ]
     if tables.collectives:  # landmarks only where there is a collective to place them at
-        _place(tables, spans, per_step, uses_nccl, *lm.process_coverage(computes, every))
+        coverage = lm.process_coverage(computes, every)
+        _place(tables, spans, per_step, uses_nccl, waits, *coverage)
     return tables
 
 
@@ -308,6 +315,7 @@ def _place(
     spans: list[tuple[int, int, int]],
     per_step: dict[int, list[GpuOp]],
     uses_nccl: bool,
+    waits: list[Wait] | None,
     compute: lm.Coverage,
     every: lm.Coverage,
 ) -> None:
@@ -322,7 +330,7 @@ def _place(
         opening = gate if gate is not None else start
         tables.steps[index] = dataclasses.replace(row, gate_ns=opening)
         own = by_step.pop(step, [])
-        ready = lm.nccl_ready(per_step.get(index, [])) if uses_nccl else []
+        ready = lm.nccl_ready(per_step.get(index, []), waits) if uses_nccl else []
         for c in own:
             at = ready[c.index] if c.index < len(ready) else c.start_ns
             if at is not None:
@@ -342,12 +350,16 @@ def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Ran
     ops = read.read_ops(db, tables, graphs=not by_node)
     operations = read.operations(db, tables)
     steps, comm = read.ranges(db, tables)
+    stream_waits = events.read_waits(db, tables)
     result = []
     for pid in sorted(set(steps) | set(totals)):
         # A process's steps are its ranges on one thread: keep the thread-free, sorted list.
+        waits = None if stream_waits.lost else stream_waits.by_pid.get(pid, [])
         rank_tables = _reduce_process(
-            report, pid, steps.get(pid, []), ops.get(pid, []), comm[pid], operations.get(pid, [])
-        )
+            report, pid, steps.get(pid, []), ops.get(pid, []), comm[pid],
+            operations.get(pid, []), waits,
+        )  # fmt: skip
+        rank_tables.ready_lost = stream_waits.lost
         total = totals.get(pid, read.Totals())
         rank_tables.kernel_ms_total = total.kernel_ns / NS_PER_MS
         rank_tables.nccl_ms_total = total.nccl_ns / NS_PER_MS

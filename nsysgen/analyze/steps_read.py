@@ -30,8 +30,8 @@ COMM_NAME = re.compile(
 RANK_IN_NAME = re.compile(r"(?:^|[_.-])rank(\d+)(?:[_.-]|$)")
 # One piece of GPU work, as a plain tuple (a report holds millions; tuples cost a third of a
 # dataclass to make): (start of the CUDA API call that launched it, start, end, kind, name,
-# end of that API call).
-GpuOp = tuple[int, int, int, int, str, int]
+# end of that API call, its stream).
+GpuOp = tuple[int, int, int, int, str, int, int]
 COMPUTE, NCCL, COPY, GRAPH = 0, 1, 2, 3
 
 _NCCL_IDS = "(SELECT id, value FROM StringIds WHERE value GLOB 'nccl*')"
@@ -87,6 +87,11 @@ def totals(db: sqlite3.Connection, tables: set[str]) -> dict[int, Totals]:
     return found
 
 
+def _stream(db: sqlite3.Connection, table: str) -> str:
+    """The table's stream column, or 0 where it has none (hand-made exports)."""
+    return "streamId" if "streamId" in _columns(db, table) else "0"
+
+
 def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int, list[GpuOp]]:
     """GPU work per process, each with the CUDA API call that launched it, in launch order
     (`graphs`: graph launches count as work, their kernels not traced). The rows come out of
@@ -102,8 +107,8 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
         for name_id, name in db.execute("SELECT id, value FROM StringIds WHERE value GLOB 'nccl*'")
     }
     work = [
-        "SELECT globalPid AS pid, correlationId AS id, start, end, shortName AS what "
-        f"FROM {KERNELS}"
+        "SELECT globalPid AS pid, correlationId AS id, start, end, shortName AS what, "
+        f"{_stream(db, KERNELS)} AS stream FROM {KERNELS}"
     ]
     other = [(t, COPY, t) for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")]
     if graphs:
@@ -111,11 +116,14 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
     for code, (table, kind, name) in enumerate(other, start=1):
         if table in tables:
             what[-code] = (kind, name)
-            work.append(f"SELECT globalPid, correlationId, start, end, {-code} FROM {table}")
+            work.append(
+                f"SELECT globalPid, correlationId, start, end, {-code}, {_stream(db, table)} "
+                f"FROM {table}"
+            )
     # Kernels, copies, memsets and graph launches first, then one join to the API calls that
     # launched them (one lookup structure over the API table, not one per kind of work).
     query = (
-        "SELECT w.pid >> 24, r.start, w.start, w.end, w.what, r.end FROM "
+        "SELECT w.pid >> 24, r.start, w.start, w.end, w.what, r.end, w.stream FROM "
         f"({' UNION ALL '.join(work)}) w JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
         "ON r.correlationId = w.id AND (r.globalTid >> 24) = (w.pid >> 24)"
     )
@@ -126,8 +134,8 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
     compute = (COMPUTE, "")
     for pid, group in groupby(rows, key=itemgetter(0)):
         ops[pid] = [
-            (api_start, start, end, *what.get(name_id, compute), api_end)
-            for _, api_start, start, end, name_id, api_end in group
+            (api_start, start, end, *what.get(name_id, compute), api_end, stream or 0)
+            for _, api_start, start, end, name_id, api_end, stream in group
         ]
     return ops
 

@@ -311,8 +311,8 @@ def build(
         summary["limits"].append(yardstick.NO_FABRIC)
     elif sizes and fabric is not None:
         summary["limits"].append(f"fabric: {yardstick.describe(fabric, world)}")
-    if stepped > 1 and any(t.nccl_kernels_total for t in ranks):
-        summary["limits"].append(BY_LAUNCH_ORDER)
+    if stepped > 1:
+        summary["limits"] += limits_of_readiness(ranks)
     if stepped == 1 and any(t.collectives for t in ranks):
         summary["limits"].append(
             "waiting not told from transfer: one rank recorded, so its collectives have no "
@@ -385,3 +385,9 @@ def limits(calls: list[NcclCall], ranks: int, world: int, world_given: bool) -> 
             "those only (a rank not recorded can be late unseen)"
         )
     return found
+
+
+def limits_of_readiness(ranks: list[RankTables]) -> list[str]:
+    """Where a rank's readiness for its NCCL kernels came from launch order, and why."""
+    lost = sorted({t.ready_lost for t in ranks if t.nccl_kernels_total and t.ready_lost})
+    return [f"{BY_LAUNCH_ORDER} ({'; '.join(lost)})"] if lost else []

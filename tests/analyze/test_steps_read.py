@@ -123,14 +123,15 @@ def test_totals_count_graph_launches_unless_their_kernels_were_traced() -> None:
 def test_gpu_work_is_joined_to_its_launch_in_launch_order() -> None:
     db = database()
     ops = read.read_ops(db, tables(db), graphs=True)
+    # These hand-made tables have no streamId: every op on stream 0.
     assert ops[PID] == [
-        (10, 100, 150, COMPUTE, "", 20),
-        (30, 200, 260, NCCL, "ncclDevKernel_AllReduce", 40),
-        (50, 300, 310, COMPUTE, "", 60),
-        (70, 400, 420, COPY, "CUPTI_ACTIVITY_KIND_MEMCPY", 80),
-        (85, 290, 330, GRAPH, "graph", 95),
+        (10, 100, 150, COMPUTE, "", 20, 0),
+        (30, 200, 260, NCCL, "ncclDevKernel_AllReduce", 40, 0),
+        (50, 300, 310, COMPUTE, "", 60, 0),
+        (70, 400, 420, COPY, "CUPTI_ACTIVITY_KIND_MEMCPY", 80, 0),
+        (85, 290, 330, GRAPH, "graph", 95, 0),
     ]
-    assert ops[OTHER] == [(5, 500, 505, COMPUTE, "", 9)]  # not pid 11's launch of id 1
+    assert ops[OTHER] == [(5, 500, 505, COMPUTE, "", 9, 0)]  # not pid 11's launch of id 1
     without = read.read_ops(db, tables(db), graphs=False)[PID]
     assert [op[3] for op in without] == [COMPUTE, NCCL, COMPUTE, COPY]
     assert read.read_ops(db, {"StringIds"}, graphs=True) == {}
