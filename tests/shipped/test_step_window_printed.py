@@ -182,3 +182,14 @@ def test_a_new_optimizer_after_the_learning_limit_keeps_the_numbering(tmp_path: 
     result = run(tmp_path, LATE_PHASE, window(100, 103))
     assert result.recorded == ["step 100", "step 101", "step 102", "step 103"], result.stderr
     assert not result.mismatched, result.mismatched
+
+
+def test_verify_gives_what_the_helper_said_in_a_pod(tmp_path: Path) -> None:
+    """EKS: the pod's env points NSYSGEN_HELPER_LOG into its folder on the reports volume
+    (nsys's TMPDIR, named after the pod, which JobSet follows with a suffix)."""
+    pod = tmp_path / ".nsysgen" / "job-node-0-0-x7k2p"
+    pod.mkdir(parents=True)
+    (pod / "helper.log").write_text("7 nsysgen: 0 training steps (40 optimizer steps)\n")
+    assert helper_said(tmp_path, {"task": 0, "pod": "job-node-0-0"}) == [
+        "the step helper said: 0 training steps (40 optimizer steps)"
+    ]

@@ -526,6 +526,9 @@ def test_zero_patch_helper_reaches_the_pods(tmp_path: Path, run_cli: RunCli, job
     assert f"name: {name}" in text
     assert "mountPath: /nsysgen-site" in text
     assert "value: /nsysgen-site:/opt/mine" in text
+    # What the helper says reaches verify where the pod's folder is on the reports volume.
+    on_volume = job == "pytorchjob"  # the sidecar writes to the shared volume; 26.x to S3
+    assert ("value: /nsys-tmp/helper.log" in text) is on_volume
     assert not (folder / "nsysgen-site").exists()  # the ConfigMap carries it
     readme = (folder / "README.md").read_text()
     apply = f"`./apply-site.sh` (the step helper's ConfigMap), then `kubectl apply -f {job}.yaml`"

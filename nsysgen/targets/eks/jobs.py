@@ -13,6 +13,8 @@ from nsysgen.output.render import header, render_template
 from nsysgen.patching.patch import HELPER_DIR_VAR
 from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
+from nsysgen.shipped.step_window.names import HELPER_LOG as HELPER_LOG_VAR
+from nsysgen.shipped.verify.report import HELPER_LOG
 from nsysgen.targets.eks.injection import (
     torchrun_args,
 )
@@ -75,6 +77,10 @@ def _env(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
         values["PYTHONPATH"] = f"{SITE_MOUNT}:{theirs}" if theirs else SITE_MOUNT
     elif plan.facts.steps.helper_dir:
         values[HELPER_DIR_VAR] = SITE_MOUNT  # the patched loop imports the helper from there
+    if plan.facts.steps.marks and reports_on_volume(config):
+        # What the step helper says, also into the pod's folder on the reports volume (nsys's
+        # TMPDIR there): `nsysgen verify` gives it as the cause where the window is not as asked.
+        values[HELPER_LOG_VAR] = f"{NSYS_TMP}/{HELPER_LOG}"
     env: list[dict[str, Any]] = [
         {"name": name, "value": value} for name, value in sorted(values.items())
     ]
