@@ -347,10 +347,11 @@ def tables_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[Ran
     or kernels."""
     totals = read.totals(db, tables)
     by_node = any(t.node_launches for t in totals.values())
-    ops = read.read_ops(db, tables, graphs=not by_node)
+    stream_waits = events.read_waits(db, tables)
+    # Each op's stream only where the stream waits are there to follow.
+    ops = read.read_ops(db, tables, graphs=not by_node, streams=stream_waits.lost is None)
     operations = read.operations(db, tables)
     steps, comm = read.ranges(db, tables)
-    stream_waits = events.read_waits(db, tables)
     result = []
     for pid in sorted(set(steps) | set(totals)):
         # A process's steps are its ranges on one thread: keep the thread-free, sorted list.

@@ -92,10 +92,14 @@ def _stream(db: sqlite3.Connection, table: str) -> str:
     return "streamId" if "streamId" in _columns(db, table) else "0"
 
 
-def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int, list[GpuOp]]:
+def read_ops(
+    db: sqlite3.Connection, tables: set[str], graphs: bool, streams: bool = True
+) -> dict[int, list[GpuOp]]:
     """GPU work per process, each with the CUDA API call that launched it, in launch order
-    (`graphs`: graph launches count as work, their kernels not traced). The rows come out of
-    SQLite as they are kept (tuples made in C, sorted here): a report holds millions."""
+    (`graphs`: graph launches count as work, their kernels not traced; `streams`: read each
+    one's stream, else 0: only stream waits need them, and the column costs a sixth of this
+    function's time). The rows come out of SQLite as they are kept (tuples made in C, sorted
+    here): a report holds millions."""
     ops: dict[int, list[GpuOp]] = {}
     if not {"CUPTI_ACTIVITY_KIND_RUNTIME", KERNELS, "StringIds"} <= tables:
         return ops
@@ -106,9 +110,13 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
         name_id: (NCCL, name)
         for name_id, name in db.execute("SELECT id, value FROM StringIds WHERE value GLOB 'nccl*'")
     }
+
+    def stream(table: str, alias: str = "") -> str:
+        return f", {_stream(db, table)}{alias}" if streams else ""
+
     work = [
-        "SELECT globalPid AS pid, correlationId AS id, start, end, shortName AS what, "
-        f"{_stream(db, KERNELS)} AS stream FROM {KERNELS}"
+        "SELECT globalPid AS pid, correlationId AS id, start, end, shortName AS what"
+        f"{stream(KERNELS, ' AS stream')} FROM {KERNELS}"
     ]
     other = [(t, COPY, t) for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")]
     if graphs:
@@ -117,13 +125,13 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
         if table in tables:
             what[-code] = (kind, name)
             work.append(
-                f"SELECT globalPid, correlationId, start, end, {-code}, {_stream(db, table)} "
-                f"FROM {table}"
+                f"SELECT globalPid, correlationId, start, end, {-code}{stream(table)} FROM {table}"
             )
     # Kernels, copies, memsets and graph launches first, then one join to the API calls that
     # launched them (one lookup structure over the API table, not one per kind of work).
     query = (
-        "SELECT w.pid >> 24, r.start, w.start, w.end, w.what, r.end, w.stream FROM "
+        f"SELECT w.pid >> 24, r.start, w.start, w.end, w.what, r.end"
+        f"{', w.stream' if streams else ''} FROM "
         f"({' UNION ALL '.join(work)}) w JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
         "ON r.correlationId = w.id AND (r.globalTid >> 24) = (w.pid >> 24)"
     )
@@ -133,10 +141,16 @@ def read_ops(db: sqlite3.Connection, tables: set[str], graphs: bool) -> dict[int
     rows.sort(key=itemgetter(0, 1))
     compute = (COMPUTE, "")
     for pid, group in groupby(rows, key=itemgetter(0)):
-        ops[pid] = [
-            (api_start, start, end, *what.get(name_id, compute), api_end, stream or 0)
-            for _, api_start, start, end, name_id, api_end, stream in group
-        ]
+        if streams:
+            ops[pid] = [
+                (api_start, start, end, *what.get(name_id, compute), api_end, on or 0)
+                for _, api_start, start, end, name_id, api_end, on in group
+            ]
+        else:
+            ops[pid] = [
+                (api_start, start, end, *what.get(name_id, compute), api_end, 0)
+                for _, api_start, start, end, name_id, api_end in group
+            ]
     return ops
 
 
