@@ -68,3 +68,17 @@ def unjudged(ranks: list[RankTables]) -> dict[int, str]:
         elif stepped and not t.steps:
             out[rank] = "its report holds no step ranges, the others' do"
     return out
+
+
+def missing_steps(ranks: list[RankTables]) -> dict[int, list[int]]:
+    """step -> the ranks that recorded the steps around it but not it (a hole in their step
+    ranges: a range lost, or never closed): on those ranks the step is not judged, and the
+    next step is measured from its own entry (nsysgen/analyze/steps.py)."""
+    holes: dict[int, list[int]] = {}
+    for t in ranks:
+        numbers = sorted({row.step for row in t.steps})
+        if t.rank is None or len(numbers) < 2:
+            continue
+        for step in sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers)):
+            holes.setdefault(step, []).append(t.rank)
+    return dict(sorted(holes.items()))

@@ -323,11 +323,13 @@ def _place(
     by_step: dict[int, list[Collective]] = defaultdict(list)
     for c in tables.collectives:
         by_step[c.step].append(c)
-    numbers, placed, gate = [step for _, _, step in spans], [], None  # gate: the last closing
+    numbers, placed = [step for _, _, step in spans], []
+    gate: tuple[int | None, int] = (None, 0)  # the last closing, and its step
     for index, ((start, _, step), row) in enumerate(zip(spans, tables.steps, strict=True)):
         if numbers.count(step) > 1:  # a number recorded twice: its collectives not told apart
             continue
-        opening = gate if gate is not None else start
+        # The previous step's gate opens it; after a hole (a step without its range) its entry.
+        opening = gate[0] if gate[0] is not None and gate[1] == step - 1 else start
         tables.steps[index] = dataclasses.replace(row, gate_ns=opening)
         own = by_step.pop(step, [])
         ready = lm.nccl_ready(per_step.get(index, []), waits) if uses_nccl else []
@@ -338,7 +340,7 @@ def _place(
                 c = dataclasses.replace(c, ready_ns=mark[0], busy_ns=mark[1], idle_ns=mark[2])
             placed.append(c)
         ends = [c.start_ns + c.duration_ns for c in own if c.start_ns is not None]
-        gate = max(ends) if ends else gate  # a step without collectives: the last gate holds
+        gate = (max(ends), step) if ends else (gate[0], step)  # none: the last gate holds
     tables.collectives = placed + [c for rest in by_step.values() for c in rest]  # repeated
 
 

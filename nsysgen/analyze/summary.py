@@ -45,7 +45,7 @@ from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.landmarks import BY_LAUNCH_ORDER
 from nsysgen.analyze.nccl import NcclCall
-from nsysgen.analyze.ranks import comparable, unjudged
+from nsysgen.analyze.ranks import comparable, missing_steps, unjudged
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
 from nsysgen.analyze.views import steps_text
@@ -300,6 +300,7 @@ def build(
             thresholds,
             _nodes(ranks),
             {**unjudged(ranks), **(absent or {})},
+            missing_steps(comparable(ranks)),
         ),
         "fabric": fabric,
     }

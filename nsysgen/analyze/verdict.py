@@ -35,6 +35,7 @@ class Verdict(TypedDict):
     waited_count: int
     also: list[Also]  # the other late ranks, latest first
     not_judged: dict[str, str]  # rank -> why it could not be judged (its report lacks a table)
+    not_judged_steps: dict[str, list[int]]  # step -> the ranks whose reports lack its range
     text: str
 
 
@@ -73,19 +74,28 @@ def build(
     thresholds: Thresholds,
     nodes: dict[int, str] | None = None,
     unjudged: dict[int, str] | None = None,
+    holes: dict[int, list[int]] | None = None,
 ) -> Verdict:
     """The verdict (`nodes`: each rank's node, for naming a node late as a whole; `unjudged`:
     the ranks whose reports lack what judging needs, and why: named first, never cleared)."""
     verdict = _build(stragglers, steps, lateness, ranks, thresholds, nodes)
     missing = unjudged or {}
     verdict["not_judged"] = {str(rank): why for rank, why in sorted(missing.items())}
-    if missing:
+    verdict["not_judged_steps"] = {str(step): r for step, r in sorted((holes or {}).items())}
+    if missing or holes:
         by_why: dict[str, list[int]] = {}
         for rank, why in sorted(missing.items()):
             by_why.setdefault(why, []).append(rank)
-        named = "; ".join(f"{ranks_text(r, NAMED, len(r))} ({why})" for why, r in by_why.items())
+        parts = [f"{ranks_text(r, NAMED, len(r))} ({why})" for why, r in by_why.items()]
+        parts += [
+            f"step {step} on {ranks_text(r, NAMED, len(r))} (no range for it in the report)"
+            for step, r in sorted((holes or {}).items())[:NAMED]
+        ]
+        if len(holes or {}) > NAMED:
+            parts.append(f"{len(holes or {}) - NAMED} more steps missing on some rank")
+        named = "; ".join(parts)
         rest = verdict["text"]
-        if verdict["late_rank"] is None and rest.startswith("no rank late"):
+        if missing and verdict["late_rank"] is None and rest.startswith("no rank late"):
             rest = "among the others, " + rest
         elif rest.startswith("one rank recorded"):
             rest = rest.replace("one rank recorded", "one rank left to judge", 1)
@@ -117,6 +127,7 @@ def _build(
         "waited_count": 0,
         "also": [],
         "not_judged": {},
+        "not_judged_steps": {},
         "text": "",
     }
     if not steps:

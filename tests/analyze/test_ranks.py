@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from nsysgen.analyze.ranks import RankCollision, assign_ranks, comparable, unjudged
+from nsysgen.analyze.ranks import (
+    RankCollision,
+    assign_ranks,
+    comparable,
+    missing_steps,
+    unjudged,
+)
 from nsysgen.analyze.steps import RankTables, StepRow
 
 
@@ -55,3 +61,21 @@ def test_only_ranks_with_kernels_where_others_have_them_are_compared() -> None:
     assert [t.rank for t in comparable(ranks)] == [0, 2]
     cpu_only = [counted(0, 0, 0, 3), counted(1, 0, 0, 3)]  # a CPU run: everyone alike
     assert [t.rank for t in comparable(cpu_only)] == [0, 1]
+
+
+def test_a_hole_in_a_ranks_steps_is_named() -> None:
+    """Steps missing between a rank's first and last: a range lost (the window's edges are not
+    holes: a rank that recorded fewer steps at either end has none)."""
+    assert missing_steps([stepped(0, [8, 9, 10, 12, 13, 15]), stepped(1, [9, 10, 11])]) == {
+        11: [0],
+        14: [0],
+    }
+    assert missing_steps([stepped(0, [8]), stepped(1, [])]) == {}
+
+
+def stepped(rank: int, numbers: list[int]) -> RankTables:
+    found = tables(f"r{rank}", rank)
+    found.steps = [
+        StepRow(n, "gpu", 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1, 1.0) for n in numbers
+    ]
+    return found
