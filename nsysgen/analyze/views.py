@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nsysgen.analyze.ranks import NO_KERNELS
+
 # From this many ranks on, no view draws one bar or one row per rank: distributions over ranks,
 # the top ranks and groups by node instead (a chart of 512 bars is a grey band).
 SCALE_RANKS = 64
@@ -88,9 +90,11 @@ def rank_parts(rank: Mapping[str, Any]) -> dict[str, float]:
 
 
 def stepped(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The ranks with steps that the verdict judged: a rank it names as not judged is drawn
-    in no picture either (one figure per fact; the report's "Not judged" section names it)."""
-    left_out = (summary.get("verdict") or {}).get("not_judged") or {}
+    """The ranks with steps that the verdict judged: a rank left out of the judgement (its
+    step times not comparable with the others', nsysgen/analyze/ranks.py) is drawn in no
+    picture either (one figure per fact; the verdict names it)."""
+    named = (summary.get("verdict") or {}).get("not_judged") or {}
+    left_out = {rank for rank, why in named.items() if why == NO_KERNELS}
     ranks = summary.get("ranks") or []
     return [r for r in ranks if r.get("steps") and str(r["rank"]) not in left_out]
 
