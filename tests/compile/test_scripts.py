@@ -30,6 +30,7 @@ OPTIONAL_SCRIPTS = (
     "storage-secret.sh",
     "capture-window.sh",
     "label-namespace.sh",
+    "apply-site.sh",
 )
 SHELL_FILES = set(SLURM_SCRIPTS + EKS_SCRIPTS + OPTIONAL_SCRIPTS + OWN_SCRIPT_FILES)
 
@@ -104,7 +105,8 @@ def _scripts(root: Path) -> list[Path]:
 
 
 def test_matrix_covers_every_setup(compiled_tree: Path) -> None:
-    folders = sorted(p for p in compiled_tree.iterdir() if p.is_dir())
+    # The setups (the tree's shared nsysgen-site/ is none of them).
+    folders = sorted(p for p in compiled_tree.iterdir() if (p / "nsysgen-manifest.json").exists())
     assert len(folders) == len(SETUPS)
     for folder in folders:
         eks = (folder / "pytorchjob.yaml").exists() or (folder / "trainjob.yaml").exists()

@@ -88,7 +88,7 @@ def test_recompiling_identical_output_rewrites_nothing(tmp_path: Path, run_cli: 
         os.utime(path, ns=(1_000_000_000, 1_000_000_000))
     before = snapshot(tmp_path)
     result = run_cli(*STEPS, f"output_dir={tmp_path}")
-    assert "8 files (unchanged)\n" in result.out, result.out
+    assert "7 files (unchanged)\n" in result.out, result.out
     assert snapshot(tmp_path) == before
 
 
@@ -116,10 +116,12 @@ def test_changed_config_updates_only_changed_files_and_removes_orphans(
     before = snapshot(out)
     result = run_cli(*user_experiment(tmp_path, "window"), f"output_dir={out}")
     assert result.code == 0
-    assert "9 files (5 updated, 2 removed, 2 unchanged)\n" in result.out, result.out
+    assert "7 files (5 updated, 2 unchanged)\n" in result.out, result.out
     after = snapshot(out)
-    assert "mine/nsysgen-site/sitecustomize.py" not in after
-    assert "mine/nsysgen-site/nsysgen_window.py" not in after
+    # The step helper is the tree's (one copy at its top), never the folder's: a compile of
+    # one folder leaves it for check and regenerate, which know what every folder needs.
+    assert "mine/nsysgen-site/sitecustomize.py" not in before | after
+    assert after["nsysgen-site/sitecustomize.py"] == before["nsysgen-site/sitecustomize.py"]
     # Foreign files and unchanged generated files: same inode, bytes and mtime.
     for name in ("mine_123.out", "notes/mine.txt", "install-nsight.sh", "recipes.sh"):
         assert after[f"mine/{name}"] == before[f"mine/{name}"], name
@@ -128,13 +130,13 @@ def test_changed_config_updates_only_changed_files_and_removes_orphans(
 
 
 def test_hand_edited_orphan_is_kept(tmp_path: Path, run_cli: RunCli) -> None:
-    assert run_cli(*STEPS, f"output_dir={tmp_path}").code == 0
-    helper = tmp_path / "train" / "nsysgen_window.py"
-    helper.write_text(helper.read_text() + "# my change\n")
+    assert run_cli("workload=nemo", "job.name=train", f"output_dir={tmp_path}").code == 0
+    overrides = tmp_path / "train" / "nemo-overrides.txt"
+    overrides.write_text(overrides.read_text() + "# my change\n")
     result = run_cli(*WINDOW, f"output_dir={tmp_path}")
     assert result.code == 0
     assert "1 kept" in result.out
-    assert helper.read_text().endswith("# my change\n")
+    assert overrides.read_text().endswith("# my change\n")
 
 
 def test_foreign_file_in_the_way_stops_the_compile(tmp_path: Path, run_cli: RunCli) -> None:
@@ -171,7 +173,9 @@ def test_crash_before_the_swap_leaves_previous_output_exactly(
     assert visible == before
     # The next compile cleans the staging left by the crash and succeeds.
     assert run_cli(*WINDOW, f"output_dir={tmp_path}").code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["nsysgen-verify.py", "train"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "nsysgen-site", "nsysgen-verify.py", "train"
+    ]  # fmt: skip
 
 
 def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: RunCli) -> None:
@@ -195,14 +199,20 @@ def test_check_reports_changed_edited_missing_orphaned(tmp_path: Path, run_cli: 
     assert f"{folder / 'job.sbatch'}: changed {regenerate}" in lines
     assert f"{folder / 'nsys-exec'}: changed {regenerate}" in lines
     assert f"{folder / 'recipes.sh'}: missing {regenerate}" in lines
-    assert f"{folder / 'nsysgen-site' / 'sitecustomize.py'}: orphaned {regenerate}" in lines
-    assert f"{folder / 'nsysgen-site' / 'nsysgen_window.py'}: orphaned {regenerate}" in lines
+    # The tree's one helper, which no folder needs any more.
+    mend = f"(regenerate: nsysgen regenerate output_dir={out})"
+    assert f"{out / 'nsysgen-site' / 'sitecustomize.py'}: orphaned {mend}" in lines
+    assert f"{out / 'nsysgen-site' / 'nsysgen_window.py'}: orphaned {mend}" in lines
     assert "-  --capture-range=cudaProfilerApi \\" in lines  # the diff: on disk -> compiled now
     assert "+  --delay=30 \\" in lines
     assert lines[-1].startswith("nsysgen check: 9 problems in ")
 
-    # Regenerating makes it current again; the hand-edited README is replaced.
+    # Compiling again rewrites the folder (the hand-edited README replaced); the tree's helper
+    # no folder needs is check's to name and regenerate's to remove.
     assert run_cli(*args, f"output_dir={out}").code == 0
+    assert run_cli("check", f"output_dir={out}").code == 1
+    assert run_cli("regenerate", f"output_dir={out}").code == 0
+    assert not (out / "nsysgen-site").exists()
     assert run_cli("check", f"output_dir={out}").code == 0
 
 
