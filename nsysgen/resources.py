@@ -6,7 +6,10 @@ install, tests) they are the top-level folders of the repository.
 
 from __future__ import annotations
 
+import json
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = PACKAGE_DIR / "templates"
@@ -21,3 +24,11 @@ def _data_dir(name: str) -> Path:
 
 CONF_DIR = _data_dir("conf")
 SCHEMAS_DIR = _data_dir("schemas")
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """One packaged JSON Schema file (schemas/NAME), parsed once."""
+    data = json.loads((SCHEMAS_DIR / name).read_text(encoding="utf-8"))
+    assert isinstance(data, dict), name
+    return data

@@ -27,3 +27,8 @@ def test_a_wheel_reads_its_bundled_copy_first(
     assert resources._data_dir("conf") == package / "_data" / "conf"
     # Not bundled: the folder beside the package, as in a source checkout.
     assert resources._data_dir("schemas") == tmp_path / "site-packages" / "schemas"
+
+
+def test_a_schema_is_read_once_from_the_schemas_folder() -> None:
+    found = resources.schema("config.schema.json")
+    assert found["$id"] and found is resources.schema("config.schema.json")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from nsysgen.resources import SCHEMAS_DIR
+from nsysgen.resources import schema
 
 ROOT = "config.schema.json"
 
@@ -37,13 +37,6 @@ def _takes_list(node: dict[str, Any]) -> bool:
     )
 
 
-@cache
-def _schema(name: str) -> dict[str, Any]:
-    data = json.loads((SCHEMAS_DIR / name).read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
-
-
 def _resolve(node: dict[str, Any], file: str) -> tuple[dict[str, Any], str]:
     """Follow one $ref (to another file or to this file's $defs)."""
     ref = node.get("$ref")
@@ -51,7 +44,7 @@ def _resolve(node: dict[str, Any], file: str) -> tuple[dict[str, Any], str]:
         return node, file
     target_file, _, pointer = ref.partition("#")
     target_file = target_file or file
-    target = _schema(target_file)
+    target = schema(target_file)
     for part in pointer.strip("/").split("/") if pointer else []:
         target = target[part]
     return _resolve({**target, **{k: v for k, v in node.items() if k != "$ref"}}, target_file)
@@ -91,7 +84,7 @@ def _walk(node: dict[str, Any], file: str, path: str) -> Iterator[Key]:
 @cache
 def catalog() -> tuple[Key, ...]:
     """Every key of the composed config, in order: group by group, then alphabetically."""
-    root = _schema(ROOT)
+    root = schema(ROOT)
     keys: list[Key] = []
     for name, sub in root["properties"].items():
         keys.extend(_walk(sub, ROOT, name))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from nsysgen.output.manifest import file_mode
-from nsysgen.output.render import RenderedFile, render_template
+from nsysgen.output.render import RenderedFile, header, render_template
 from nsysgen.shipped import source_text
 
 VERIFIER = "nsysgen-verify.py"
@@ -27,7 +27,12 @@ State = Literal["current", "missing", "changed"]
 
 
 def verifier_text() -> str:
-    return render_template("common/nsysgen-verify.py.j2", source=source_text("verify"))
+    # The shared header: how check tells nsysgen's shared files (nsysgen/check_shared.py).
+    return render_template(
+        "common/nsysgen-verify.py.j2",
+        header=header("#", shared=True),
+        source=source_text("verify"),
+    )
 
 
 def verifier() -> RenderedFile:

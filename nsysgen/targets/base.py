@@ -54,8 +54,8 @@ class Target(Scheduler, Protocol):
         it, where it comes from); `plan` prints them and the folder's README lists them."""
 
     def unconfirmed(self, config: Config, plan: ProfilePlan) -> tuple[tuple[str, str], ...]:
-        """What this setup relies on that no public source confirms: (what, the command that
-        checks it on the cluster); `plan` prints them and the folder's README lists them."""
+        """What this setup relies on that no public source confirms: (what, how to check it,
+        commands in backticks); `plan` prints them and the folder's README lists them."""
 
     def notes(self, config: Config, plan: ProfilePlan, folder: str) -> tuple[str, ...]:
         """Lines to print once the folder is written at `folder` (its absolute path there):

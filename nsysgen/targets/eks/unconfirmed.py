@@ -11,14 +11,12 @@ people who apply the job read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
-from functools import cache
 from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.profile.plan_types import ProfilePlan
-from nsysgen.resources import SCHEMAS_DIR
+from nsysgen.resources import schema
 from nsysgen.targets.eks.helm import helm_values_26, profile_config
 from nsysgen.targets.eks.names import coordinator_mode, eks_settings
 
@@ -29,26 +27,20 @@ HELM_SCHEMA = "helm-nsight-operator-26.schema.json"
 PROFILE_SCHEMA = "nsight-operator-profile-config-26.3.schema.json"
 
 
-@cache
-def _schema(name: str) -> Mapping[str, Any]:
-    loaded: Mapping[str, Any] = json.loads((SCHEMAS_DIR / name).read_text(encoding="utf-8"))
-    return loaded
-
-
-def marked(schema: Mapping[str, Any], value: Any, path: str = "") -> Iterator[str]:
-    """The paths in `value` whose schema is marked x-unconfirmed (a marked object's own keys
-    are not named again: the whole object is the point)."""
-    if schema.get("x-unconfirmed"):
+def marked(node: Mapping[str, Any], value: Any, path: str = "") -> Iterator[str]:
+    """The paths in `value` whose schema (`node`) is marked x-unconfirmed (a marked object's
+    own keys are not named again: the whole object is the point)."""
+    if node.get("x-unconfirmed"):
         yield path
         return
     if isinstance(value, dict):
-        properties = schema.get("properties") or {}
+        properties = node.get("properties") or {}
         for key, sub in value.items():
             if key in properties:
                 yield from marked(properties[key], sub, f"{path}.{key}" if path else key)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
         for item in value[:1]:  # every item has the same schema
-            yield from marked(schema["items"], item, f"{path}[]")
+            yield from marked(node["items"], item, f"{path}[]")
 
 
 def points(config: Config, plan: ProfilePlan) -> tuple[Point, ...]:
@@ -59,10 +51,10 @@ def points(config: Config, plan: ProfilePlan) -> tuple[Point, ...]:
     chart = target.charts.get("operator-26", "<the chart>")
     found: list[Point] = [
         (f"the Helm value {key}", f"`helm show values {chart} | grep -n '{key.split('.')[-1]}'`")
-        for key in marked(_schema(HELM_SCHEMA), helm_values_26(config, plan))
+        for key in marked(schema(HELM_SCHEMA), helm_values_26(config, plan))
     ]
     if target.profile_config == "resource":
-        for key in marked(_schema(PROFILE_SCHEMA), profile_config(config, plan)):
+        for key in marked(schema(PROFILE_SCHEMA), profile_config(config, plan)):
             field = key.replace("[]", "")
             check = (
                 "`kubectl api-resources --api-group=nvidia.com`"
