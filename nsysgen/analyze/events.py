@@ -63,8 +63,8 @@ def read_waits(db: sqlite3.Connection, tables: set[str]) -> StreamWaits:
         # No wait at all: every stream ran in its own order, which is what the reader assumes.
         return StreamWaits(lost=NO_LINKS) if count else StreamWaits()
     by_pid: dict[int, list[Wait]] = {}
-    for pid, *wait in rows:
-        by_pid.setdefault(pid, []).append((wait[0], wait[1], wait[2], wait[3]))
+    for pid, issued, stream, recorded, source in rows:
+        by_pid.setdefault(pid, []).append((issued, stream, recorded, source))
     for waits_of in by_pid.values():
         waits_of.sort()
     return StreamWaits(by_pid)

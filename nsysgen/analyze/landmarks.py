@@ -92,6 +92,9 @@ def nccl_ready(ops: list[GpuOp], waits: list[Wait] | None = None) -> list[int]:
     return [min(ops[i][1], max(ops[i][0], done[i])) for i in at]
 
 
+_WHEN = itemgetter(0)  # of a Wait: when it was issued
+
+
 class _Streams:
     """Per stream, its ops' launch moments and the latest end of its own work launched so far
     (an NCCL kernel's end is a peer's doing, not the rank's: left out, as above)."""
@@ -105,14 +108,13 @@ class _Streams:
             launched.append(op[0])
             done.append(max(done[-1] if done else 0, 0 if op[3] == NCCL else op[2]))
 
-    def done_before(self, stream: int, moment: int) -> int:
-        """The latest end of the stream's own work launched before `moment` (0: none)."""
+    def before(self, stream: int, moment: int) -> tuple[int | None, int]:
+        """(the launch of the stream's last op before `moment`, the latest end of the stream's
+        own work launched before it); (None, 0) where there is none."""
         index = bisect.bisect_left(self.launches.get(stream, []), moment)
-        return self.done[stream][index - 1] if index else 0
-
-    def launched_before(self, stream: int, moment: int) -> int | None:
-        index = bisect.bisect_left(self.launches.get(stream, []), moment)
-        return self.launches[stream][index - 1] if index else None
+        if not index:
+            return None, 0
+        return self.launches[stream][index - 1], self.done[stream][index - 1]
 
 
 def _by_streams(ops: list[GpuOp], at: list[int], waits: list[Wait]) -> list[int]:
@@ -126,17 +128,13 @@ def _by_streams(ops: list[GpuOp], at: list[int], waits: list[Wait]) -> list[int]
     ready = []
     for i in at:
         launch, start, stream = ops[i][0], ops[i][1], ops[i][6]
-        needed = streams.done_before(stream, launch)
-        previous = streams.launched_before(stream, launch)
+        previous, needed = streams.before(stream, launch)
         own = by_stream.get(stream, [])
         low = 0 if previous is None else bisect.bisect_right(own, previous, key=_WHEN)
         for _, _, recorded, source in own[low : bisect.bisect_left(own, launch, key=_WHEN)]:
-            needed = max(needed, streams.done_before(source, recorded))
+            needed = max(needed, streams.before(source, recorded)[1])
         ready.append(min(start, max(launch, needed)))
     return ready
-
-
-_WHEN = itemgetter(0)
 
 
 Landmark = tuple[int, int, int]  # (ready, busy, idle) ns from the step's opening gate

@@ -267,7 +267,8 @@ def build(
     edges = all_edges(ranks)
     steps = waiting.by_step(ranks, lateness, thresholds)
     stepped = sum(1 for t in ranks if t.steps)
-    judged = sum(1 for t in comparable(ranks) if t.steps)  # the ranks the verdict is about
+    judged_ranks = comparable(ranks)  # the ranks the verdict is about
+    judged = sum(1 for t in judged_ranks if t.steps)
     sizes = nccl_by_size(calls, world, fabric, lateness.call_wait_ns)
     summary: Summary = {
         "schema": SCHEMA,
@@ -300,7 +301,7 @@ def build(
             thresholds,
             _nodes(ranks),
             {**unjudged(ranks), **(absent or {})},
-            missing_steps(comparable(ranks)),
+            missing_steps(judged_ranks),
         ),
         "fabric": fabric,
     }

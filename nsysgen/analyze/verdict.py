@@ -79,9 +79,9 @@ def build(
     """The verdict (`nodes`: each rank's node, for naming a node late as a whole; `unjudged`:
     the ranks whose reports lack what judging needs, and why: named first, never cleared)."""
     verdict = _build(stragglers, steps, lateness, ranks, thresholds, nodes)
-    missing = unjudged or {}
+    missing, holes = unjudged or {}, holes or {}
     verdict["not_judged"] = {str(rank): why for rank, why in sorted(missing.items())}
-    verdict["not_judged_steps"] = {str(step): r for step, r in sorted((holes or {}).items())}
+    verdict["not_judged_steps"] = {str(step): r for step, r in sorted(holes.items())}
     if missing or holes:
         by_why: dict[str, list[int]] = {}
         for rank, why in sorted(missing.items()):
@@ -89,10 +89,10 @@ def build(
         parts = [f"{ranks_text(r, NAMED, len(r))} ({why})" for why, r in by_why.items()]
         parts += [
             f"step {step} on {ranks_text(r, NAMED, len(r))} (no range for it in the report)"
-            for step, r in sorted((holes or {}).items())[:NAMED]
+            for step, r in sorted(holes.items())[:NAMED]
         ]
-        if len(holes or {}) > NAMED:
-            parts.append(f"{len(holes or {}) - NAMED} more steps missing on some rank")
+        if len(holes) > NAMED:
+            parts.append(f"{len(holes) - NAMED} more steps missing on some rank")
         named = "; ".join(parts)
         rest = verdict["text"]
         if missing and verdict["late_rank"] is None and rest.startswith("no rank late"):
