@@ -70,15 +70,21 @@ def unjudged(ranks: list[RankTables]) -> dict[int, str]:
     return out
 
 
-def missing_steps(ranks: list[RankTables]) -> dict[int, list[int]]:
-    """step -> the ranks that recorded the steps around it but not it (a hole in their step
-    ranges: a range lost, or never closed): on those ranks the step is not judged, and the
-    next step is measured from its own entry (nsysgen/analyze/steps.py)."""
-    holes: dict[int, list[int]] = {}
+NO_RANGE = "no range for it in the report"
+NO_GATE = "the step before it has no range: no gate opens it"
+
+
+def not_judged_steps(ranks: list[RankTables]) -> dict[int, dict[int, str]]:
+    """step -> rank -> why the rank cannot be judged on it: a hole in the rank's step ranges
+    (a range lost, or never closed), and the step after the hole, which no gate opens
+    (nsysgen/analyze/steps.py): its critical path is not walked."""
+    found: dict[int, dict[int, str]] = {}
     for t in ranks:
         numbers = sorted({row.step for row in t.steps})
         if t.rank is None or len(numbers) < 2:
             continue
         for step in sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers)):
-            holes.setdefault(step, []).append(t.rank)
-    return dict(sorted(holes.items()))
+            found.setdefault(step, {})[t.rank] = NO_RANGE
+            if step + 1 in numbers:
+                found.setdefault(step + 1, {})[t.rank] = NO_GATE
+    return dict(sorted(found.items()))

@@ -328,14 +328,14 @@ def _place(
     for index, ((start, _, step), row) in enumerate(zip(spans, tables.steps, strict=True)):
         if numbers.count(step) > 1:  # a number recorded twice: its collectives not told apart
             continue
-        # The previous step's gate opens it; after a hole (a step without its range) its entry.
-        opening = gate[0] if gate[0] is not None and gate[1] == step - 1 else start
+        # Opened by the last gate (the first step: its entry); after a hole in the ranges, none.
+        opening = start if gate[0] is None else gate[0] if gate[1] == step - 1 else None
         tables.steps[index] = dataclasses.replace(row, gate_ns=opening)
         own = by_step.pop(step, [])
         ready = lm.nccl_ready(per_step.get(index, []), waits) if uses_nccl else []
         for c in own:
             at = ready[c.index] if c.index < len(ready) else c.start_ns
-            if at is not None:
+            if at is not None and opening is not None:
                 mark = lm.landmark(opening, at, compute, every)
                 c = dataclasses.replace(c, ready_ns=mark[0], busy_ns=mark[1], idle_ns=mark[2])
             placed.append(c)

@@ -45,7 +45,7 @@ from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.landmarks import BY_LAUNCH_ORDER
 from nsysgen.analyze.nccl import NcclCall
-from nsysgen.analyze.ranks import comparable, missing_steps, unjudged
+from nsysgen.analyze.ranks import comparable, not_judged_steps, unjudged
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
 from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
 from nsysgen.analyze.views import steps_text
@@ -265,9 +265,10 @@ def build(
     absent: dict[int, str] | None = None,
 ) -> Summary:
     edges = all_edges(ranks)
-    steps = waiting.by_step(ranks, lateness, thresholds)
-    stepped = sum(1 for t in ranks if t.steps)
     judged_ranks = comparable(ranks)  # the ranks the verdict is about
+    holes = not_judged_steps(judged_ranks)
+    steps = waiting.by_step(ranks, lateness, thresholds, set(holes))
+    stepped = sum(1 for t in ranks if t.steps)
     judged = sum(1 for t in judged_ranks if t.steps)
     sizes = nccl_by_size(calls, world, fabric, lateness.call_wait_ns)
     summary: Summary = {
@@ -301,7 +302,7 @@ def build(
             thresholds,
             _nodes(ranks),
             {**unjudged(ranks), **(absent or {})},
-            missing_steps(judged_ranks),
+            holes,
         ),
         "fabric": fabric,
     }

@@ -35,7 +35,7 @@ class Verdict(TypedDict):
     waited_count: int
     also: list[Also]  # the other late ranks, latest first
     not_judged: dict[str, str]  # rank -> why it could not be judged (its report lacks a table)
-    not_judged_steps: dict[str, list[int]]  # step -> the ranks whose reports lack its range
+    not_judged_steps: dict[str, dict[str, str]]  # step -> rank -> why it is not judged there
     text: str
 
 
@@ -74,25 +74,34 @@ def build(
     thresholds: Thresholds,
     nodes: dict[int, str] | None = None,
     unjudged: dict[int, str] | None = None,
-    holes: dict[int, list[int]] | None = None,
+    holes: dict[int, dict[int, str]] | None = None,
 ) -> Verdict:
     """The verdict (`nodes`: each rank's node, for naming a node late as a whole; `unjudged`:
-    the ranks whose reports lack what judging needs, and why: named first, never cleared)."""
+    the ranks whose reports lack what judging needs, and why; `holes`: step -> rank -> why
+    that rank cannot be judged on it: named first, never cleared)."""
     verdict = _build(stragglers, steps, lateness, ranks, thresholds, nodes)
     missing, holes = unjudged or {}, holes or {}
     verdict["not_judged"] = {str(rank): why for rank, why in sorted(missing.items())}
-    verdict["not_judged_steps"] = {str(step): r for step, r in sorted(holes.items())}
+    verdict["not_judged_steps"] = {
+        str(step): {str(rank): why for rank, why in sorted(on.items())}
+        for step, on in sorted(holes.items())
+    }
     if missing or holes:
         by_why: dict[str, list[int]] = {}
         for rank, why in sorted(missing.items()):
             by_why.setdefault(why, []).append(rank)
         parts = [f"{ranks_text(r, NAMED, len(r))} ({why})" for why, r in by_why.items()]
-        parts += [
-            f"step {step} on {ranks_text(r, NAMED, len(r))} (no range for it in the report)"
-            for step, r in sorted(holes.items())[:NAMED]
+        steps_why = [
+            (step, why, sorted(r for r, w in on.items() if w == why))
+            for step, on in sorted(holes.items())
+            for why in sorted(set(on.values()), reverse=True)
         ]
-        if len(holes) > NAMED:
-            parts.append(f"{len(holes) - NAMED} more steps missing on some rank")
+        parts += [
+            f"step {step} on {ranks_text(r, NAMED, len(r))} ({why})"
+            for step, why, r in steps_why[:NAMED]
+        ]
+        if len(steps_why) > NAMED:
+            parts.append(f"{len(steps_why) - NAMED} more steps not judged on some rank")
         named = "; ".join(parts)
         rest = verdict["text"]
         if missing and verdict["late_rank"] is None and rest.startswith("no rank late"):

@@ -48,8 +48,12 @@ class StepVerdict(TypedDict):
 
 
 def by_step(
-    ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds
+    ranks: list[RankTables],
+    lateness: Lateness,
+    thresholds: Thresholds,
+    unjudged: set[int] | None = None,
 ) -> list[StepVerdict]:
+    """One verdict per step (`unjudged`: steps some rank cannot be judged on: not judged)."""
     times: dict[int, dict[int, float]] = defaultdict(dict)
     scales: dict[int, list[float]] = defaultdict(list)
     for t in ranks:
@@ -84,7 +88,7 @@ def by_step(
         out.append(
             {
                 "step": step,
-                "judged": evidence is not None and step not in edges,
+                "judged": evidence is not None and step not in (*edges, *(unjudged or ())),
                 "job_step_ms": round(job_step, 4),
                 "late_rank": top[1],
                 "late_ms": round(-top[0], 4) or 0.0,

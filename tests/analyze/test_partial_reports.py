@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze import html_sections, steps_plot
+from nsysgen.analyze.ranks import NO_GATE, NO_RANGE
 from tests.conftest import REPO, RunCli
 
 STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
@@ -73,25 +74,29 @@ def test_a_rank_without_kernels_is_not_judged_and_never_on_time(
 def test_a_step_missing_on_one_rank_is_named_and_measures_no_other(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
-    """Rank 1's range for step 11 dropped: step 11 is named not judged on rank 1, and step 12
-    opens at rank 1's own entry, not at step 10's gate (measured from two steps back, rank 1
-    read 86.9 ms late on average instead of 48.3)."""
+    """Rank 1's range for step 11 dropped: step 11 is named not judged on rank 1, and so is step
+    12, which no gate opens there (measured from step 10's gate, two steps back, rank 1 read
+    86.9 ms late on average instead of 48.3; measured from its own entry, beside rank 0's gate,
+    step 12 read nobody late). The other steps read as on the whole reports."""
     whole = verdict(run_cli, slow_run(tmp_path / "whole"), tmp_path / "whole-out")
     folder = slow_run(tmp_path / "r")
     drop(folder / "s17-slow_job2_rank1.sqlite", "DELETE FROM NVTX_EVENTS WHERE text = 'step 11'")
     found = verdict(run_cli, folder, tmp_path / "out")
-    assert found["not_judged_steps"] == {"11": [1]} and found["not_judged"] == {}
+    assert found["not_judged_steps"] == {"11": {"1": NO_RANGE}, "12": {"1": NO_GATE}}
+    assert found["not_judged"] == {}
     text = str(found["text"])
-    assert text.startswith("not judged: step 11 on rank 1 (no range for it in the report); "), text
+    assert text.startswith(
+        f"not judged: step 11 on rank 1 ({NO_RANGE}); step 12 on rank 1 ({NO_GATE}); "
+    ), text
     assert found["late_rank"] == 1
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     steps = {row["step"]: row for row in summary["by_step"]}
-    assert not steps[11]["judged"]
-    # No figure of the other steps grows past the whole reports' (the hole measures nothing).
+    assert not steps[11]["judged"] and not steps[12]["judged"]
     before = {row["step"]: row for row in json.loads(
         (tmp_path / "whole-out" / "summary.json").read_text())["by_step"]}  # fmt: skip
-    for step in (12, 13, 14):
-        assert steps[step]["late_ms"] <= before[step]["late_ms"] + 0.5, step
+    for step in (9, 10, 13, 14):
+        assert steps[step]["judged"], step
+        assert steps[step]["late_ms"] == before[step]["late_ms"], step
     assert isinstance(found["by_ms"], float) and isinstance(whole["by_ms"], float)
     assert found["by_ms"] < 1.2 * whole["by_ms"]
 

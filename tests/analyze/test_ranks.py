@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.analyze.ranks import (
+    NO_GATE,
+    NO_RANGE,
     RankCollision,
     assign_ranks,
     comparable,
-    missing_steps,
+    not_judged_steps,
     unjudged,
 )
 from nsysgen.analyze.steps import RankTables, StepRow
@@ -64,13 +66,17 @@ def test_only_ranks_with_kernels_where_others_have_them_are_compared() -> None:
 
 
 def test_a_hole_in_a_ranks_steps_is_named() -> None:
-    """Steps missing between a rank's first and last: a range lost (the window's edges are not
-    holes: a rank that recorded fewer steps at either end has none)."""
-    assert missing_steps([stepped(0, [8, 9, 10, 12, 13, 15]), stepped(1, [9, 10, 11])]) == {
-        11: [0],
-        14: [0],
+    """Steps missing between a rank's first and last: a range lost, and the step after it, which
+    no gate opens (the window's edges are not holes: a rank that recorded fewer steps at either
+    end has none)."""
+    found = not_judged_steps([stepped(0, [8, 9, 10, 12, 13, 15]), stepped(1, [9, 10, 11])])
+    assert found == {
+        11: {0: NO_RANGE},
+        12: {0: NO_GATE},
+        14: {0: NO_RANGE},
+        15: {0: NO_GATE},
     }
-    assert missing_steps([stepped(0, [8]), stepped(1, [])]) == {}
+    assert not_judged_steps([stepped(0, [8]), stepped(1, [])]) == {}
 
 
 def stepped(rank: int, numbers: list[int]) -> RankTables:
