@@ -301,5 +301,10 @@ def window(summary: Mapping[str, Any]) -> str:
         )
     steps = views.judged_steps(summary)
     if steps:
-        items.append(f"Judged: steps {steps[0]}..{steps[-1]} ({len(steps)} steps).")
+        shown = (
+            f"{steps[0]}..{steps[-1]}"
+            if steps == list(range(steps[0], steps[-1] + 1))
+            else views.steps_text(steps)
+        )
+        items.append(f"Judged: steps {shown} ({len(steps)} steps).")
     return head + "<ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul></section>"

@@ -128,15 +128,16 @@ def _walk(
     rows: dict[int, StepRow],
     thresholds: Thresholds,
     result: Lateness,
-) -> dict[int, float]:
-    """The step's critical path (into result.paths): rank -> its lateness, 0 below the floor."""
+) -> dict[int, float] | None:
+    """The step's critical path (into result.paths): rank -> its lateness, 0 below the floor;
+    None where it cannot be walked."""
     gates = {rank: row.gate_ns for rank, row in rows.items()}
     arrivals = [_arrivals(group, gates) for group in groups]
     walkable = [a for a in arrivals if a is not None]
     if len(walkable) < len(arrivals):
         if step not in result.unwalked:  # once a step, whatever its stages
             result.unwalked.append(step)
-        return {}
+        return None
     floor = _floor_ns(thresholds, list(rows.values()))
     path = walk(walkable, floor)
     before = result.paths.get(step)  # another stage of the same step: one path a stage
@@ -237,7 +238,12 @@ def _judge(
         _add_waits(step, durations, sums.wait, sums.exposed_wait, sums.exposed, sums.waited_on)
         result.matched += 1
     own = {rank: rows[rank] for rank in by_rank if rank in rows}
-    for rank, value in _walk(step, groups, own, thresholds, result).items():
+    walked = _walk(step, groups, own, thresholds, result)
+    if walked is None:  # no path: these ranks' lateness is not measured, not 0
+        for rank in by_rank:
+            del sums.late[(rank, step)]
+        return True
+    for rank, value in walked.items():
         sums.late[(rank, step)] = value
     return True
 

@@ -357,7 +357,7 @@ def path_limits(lateness: Lateness) -> list[str]:
         found.append(
             f"critical path not walked on {len(lateness.unwalked)} step(s) "
             f"({steps_text(lateness.unwalked)}): a rank's collectives lack their start or "
-            "the step its opening gate; lateness there is 0, not measured"
+            "the step its opening gate; lateness there is not measured"
         )
     return found
 

@@ -226,6 +226,11 @@ def by_node(summary: Mapping[str, Any]) -> list[NodeLateness]:
 
 
 def judged_steps(summary: Mapping[str, Any]) -> list[int]:
+    """The steps the verdict judged (by_step's flag: the window's edges and the steps a rank
+    cannot be judged on left out); without any, the steps inside the window."""
+    judged = [int(s["step"]) for s in summary.get("by_step") or [] if s.get("judged")]
+    if judged:
+        return judged
     steps = {int(s["step"]) for r in stepped(summary) for s in r["steps"]}
     edges = {summary.get("first_step_ignored"), summary.get("last_step_ignored")}
     inside = sorted(steps - edges)

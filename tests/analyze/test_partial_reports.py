@@ -92,8 +92,15 @@ def test_a_step_missing_on_one_rank_is_named_and_measures_no_other(
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     steps = {row["step"]: row for row in summary["by_step"]}
     assert not steps[11]["judged"] and not steps[12]["judged"]
+    # Step 12's path is not walked: its lateness is not measured on any rank (not 0: on time).
+    for entry in summary["ranks"]:
+        at = {row["step"]: row for row in entry["steps"]}
+        assert at[12]["late_ms"] is None, entry["rank"]
+        assert isinstance(at[13]["late_ms"], float)
     before = {row["step"]: row for row in json.loads(
         (tmp_path / "whole-out" / "summary.json").read_text())["by_step"]}  # fmt: skip
+    # The report's window section counts the same judged steps as the verdict.
+    assert "Judged: steps 9, 10, 13, 14 (4 steps)." in html_sections.window(summary)
     for step in (9, 10, 13, 14):
         assert steps[step]["judged"], step
         assert steps[step]["late_ms"] == before[step]["late_ms"], step
