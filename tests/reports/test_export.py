@@ -81,6 +81,21 @@ def test_a_failed_export_leaves_nothing_and_says_what_nsys_said(
         export_sqlite(rep, str(nsys))
 
 
+def test_an_nsys_that_cannot_be_started_is_a_failed_export_not_a_crash(tmp_path: Path) -> None:
+    # An executable the kernel refuses (ENOEXEC here; EFAULT was seen under load on the GPU
+    # machine): each side says so for its user, as for any failed export.
+    tool = tmp_path / "nsys"
+    tool.write_bytes(b"\x7fELF not a program")
+    tool.chmod(0o755)
+    rep = report(tmp_path)
+    made, why = make_export(str(tool), rep)
+    assert made is None and why == f"{tool} could not be started (Exec format error)"
+    assert [p.name for p in rep.parent.iterdir()] == [rep.name]
+    assert verify_export(Tools(str(tool), None, None), rep)[1] == f"nsys export failed ({why})"
+    with pytest.raises(AnalyzeError, match="could not be started"):
+        export_sqlite(rep, str(tool))
+
+
 def test_analyze_and_the_verifier_export_alike_and_reuse_each_others_export(
     nsys: Path, tmp_path: Path
 ) -> None:
