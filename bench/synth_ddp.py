@@ -74,6 +74,7 @@ class _Rank:
     host: int  # the host's clock (global time; the node's offset is added when written)
     gpu: int  # when the compute stream is free
     nccl: int  # when the NCCL stream is free
+    p2p: int = 0  # when the send/recv stream is free (bench/synth_pp.py)
     waits: list[tuple[int, int]] = field(default_factory=list)  # its NCCL kernels' waiting heads
     corr: int = 0
     extra: int = 0  # a slow GPU's extra kernel time since the last gate
@@ -93,6 +94,13 @@ class _Job:
         ]
         self.gates: dict[int, int] = {}
         self.extra: dict[tuple[int, int], float] = {}  # (rank, step) -> slow GPU's extra (ms)
+
+    def report_name(self, rank: int) -> str:
+        return report_name(self.shape, rank)
+
+    def _scale(self, rank: int) -> float:
+        """How much longer the rank's kernels are by the work it runs (not by its GPU)."""
+        return 1.0
 
     def _kernels(self) -> int:
         s = self.shape
@@ -123,7 +131,9 @@ class _Job:
 
     def _compute(self, rank: int, step: int, index: int) -> None:
         r = self.ranks[rank]
-        length = self.lengths[step][index] + self._jitter(rank, step, index)
+        length = int(self.lengths[step][index] * self._scale(rank)) + self._jitter(
+            rank, step, index
+        )
         slow = int(length * self.plant.slow.get(rank, 1.0))
         r.extra += slow - length
         r.gpu = self._launch(rank, GEMM if index % 2 else ELEMENTWISE, r.gpu, slow, COMPUTE)
@@ -195,8 +205,14 @@ class Truth:
 
 def job(folder: Path, shape: Shape, plant: Plant) -> Truth:
     """Write the job's exports into `folder`; what they hold."""
+    return run(folder, _Job(shape, plant))
+
+
+def run(folder: Path, sim: _Job) -> Truth:
+    """Run `sim` over its steps and write its exports into `folder` (bench/synth_pp.py runs
+    its pipeline here too); what they hold."""
+    shape = sim.shape
     folder.mkdir(parents=True, exist_ok=True)
-    sim = _Job(shape, plant)
     for r in sim.ranks:
         r.host = r.gpu = r.nccl = 1_000_000_000
     for step in shape.steps:
@@ -219,7 +235,7 @@ def job(folder: Path, shape: Shape, plant: Plant) -> Truth:
             (a + offset, b + offset, e, ri, cat, col, text, tid, *rest)
             for a, b, e, ri, cat, col, text, _, *rest in r.rows["nvtx"]
         ]
-        _write(folder / f"{report_name(shape, rank)}.sqlite", rows)
+        _write(folder / f"{sim.report_name(rank)}.sqlite", rows)
     steps = list(shape.steps)
     times = {
         step: (sim.gates[step] - sim.gates[prev]) / MS

@@ -127,7 +127,8 @@ PAYLOAD_ENTRIES = [(0, 18, "NCCL communicator ID", None), (1, 22, "Message size 
 RANK_NAMES = ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_execute_kernel_cublas",
               "vectorized_elementwise_kernel", "reduce_kernel", "elementwise_kernel",
               "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "NCCL", "ncclAllReduce",
-              "cudaLaunchKernel_v7000", "cuLaunchKernelEx", "cudaMemcpyAsync_v3020"]  # fmt: skip
+              "cudaLaunchKernel_v7000", "cuLaunchKernelEx", "cudaMemcpyAsync_v3020",
+              "ncclDevKernel_SendRecv"]  # fmt: skip
 NCCL_KERNEL, NCCL_DOMAIN, NCCL_OP, LAUNCH, NCCL_LAUNCH, MEMCPY = 5, 6, 7, 8, 9, 10
 SLOW_FACTOR = 20.0  # a planted slow size gets this much less bus bandwidth
 US = 1_000

@@ -357,14 +357,18 @@ def make_export(nsys: str, report: Path) -> tuple[Path | None, str]:
     """
     target = export_path(report)
     partial = report.with_name(f".{report.stem}.{os.getpid()}.partial.sqlite")
-    proc = subprocess.run(
-        [nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
-        + list(export_switches(nsys))
-        + ["--output", str(partial), str(report)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true"]
+            + list(export_switches(nsys))
+            + ["--output", str(partial), str(report)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:  # not a program, or the kernel refused it (seen: EFAULT on exec
+        # with 2,000 exports under way): the report is not read, and says why
+        return None, f"{nsys} could not be started ({error.strerror or error})"
     if proc.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         # nsys prints its error on stdout or stderr, among progress lines ("[1/3] [==  ] 40%").

@@ -225,19 +225,19 @@ def analysis() -> Any:
     library only), or None where it does not import."""
     sys.path.insert(0, os.environ.get("X2_REPO", str(Path.cwd())))
     try:
-        from nsysgen.analyze import ranks, report, stragglers
+        from nsysgen.analyze import late_ranks, ranks, report, stragglers
 
-        return ranks, stragglers, report
+        return ranks, stragglers, report, late_ranks
     except ImportError as error:
         log("nsysgen does not import here, no straggler check on the device:", error)
         return None
 
 
 def stragglers_of(trimmed: list[Path], modules: Any) -> dict[str, Any]:
-    ranks, stragglers, report = modules
+    ranks, stragglers, report, late_ranks = modules
     tables = ranks.assign_ranks([report.read_export(p).tables for p in trimmed])
     lateness = stragglers.measure(tables)
-    found = stragglers.find(tables, lateness, stragglers.Thresholds())
+    found = late_ranks.find(tables, lateness, stragglers.Thresholds())
     collectives: dict[str, dict[str, int]] = {}
     for t in tables:
         counts = collectives.setdefault(str(t.rank), {str(r.step): 0 for r in t.steps})

@@ -107,17 +107,21 @@ def walk(groups: list[list[Arrival]], floor_ns: int) -> StepPath:
     idle = statistics.median(a.idle for a in punctual)
     busy_least = min(a.busy for a in punctual)
     speeds = _speeds(groups[0], on_time, statistics.median(a.busy for a in punctual))
+    # The waiting ranks' compute slowed by their spinning NCCL kernels: their compute on the
+    # path beyond the late ranks' (taken at the speed of the ranks on time).
+    unslowed = min(a.busy / speeds.get(a.rank, 1.0) for a in at if a.rank in late)
+    slowed = {a.rank: max(0.0, a.busy - unslowed) for a in punctual}
+    # When the ranks on time would have been ready, unslowed: a late rank's share is never
+    # more than it arrived after that (the rest of its delay ran while it would have waited
+    # anyway: a pipeline's bubble, its own wait at an earlier collective).
+    latest = max(a.ready - slowed[a.rank] for a in punctual)
     share: dict[int, float] = {}
     for a in at:
         if a.rank not in late:
             continue
         speed = speeds.get(a.rank)
         kernels = a.busy * (1 - 1 / speed) if speed else a.busy - busy_least
-        share[a.rank] = max(0.0, a.idle - idle) + max(0.0, kernels)
-    # The waiting ranks' compute slowed by their spinning NCCL kernels: their compute on the
-    # path beyond the late ranks' (taken at the speed of the ranks on time).
-    unslowed = min(a.busy / speeds.get(a.rank, 1.0) for a in at if a.rank in late)
-    slowed = {a.rank: max(0.0, a.busy - unslowed) for a in punctual}
+        share[a.rank] = max(0.0, min(a.ready - latest, max(0.0, a.idle - idle) + kernels))
     # What-if: the late ranks ready their lateness earlier; the ranks on time then ready as
     # they would have unslowed (their slowdown came from waiting for the late ones).
     ready = {a.rank: a.ready - (share[a.rank] if a.rank in late else slowed[a.rank]) for a in at}

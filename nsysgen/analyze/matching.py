@@ -94,7 +94,7 @@ def matched(by_rank: dict[int, list[Comm]]) -> tuple[list[list[Member]], str, bo
 
 # A point-to-point kernel (a pipeline's send or receive): ncclDevKernel_SendRecv, and the
 # older ncclKernel_SendRecv_*, ncclDevKernel_Send*, ncclDevKernel_Recv*.
-_P2P = re.compile(r"SendRecv|nccl\w*?_(?:Send|Recv)(?![a-z])", re.IGNORECASE)
+P2P = re.compile(r"SendRecv|nccl\w*?_(?:Send|Recv)(?![a-z])", re.IGNORECASE)
 
 
 def stages(
@@ -123,6 +123,6 @@ def stages(
     if len(found) > 1 and all(len(group) >= 2 for group in found.values()):
         return list(found.values())
     names = {c[4].name for comms in by_rank.values() for c in comms}
-    if any(_P2P.search(name) for name in names):
+    if any(P2P.search(name) for name in names):
         return None
     return [by_rank]

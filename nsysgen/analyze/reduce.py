@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nsysgen.analyze import expected, html_report, views
 from nsysgen.analyze.fabric import Fabric
+from nsysgen.analyze.late_ranks import find
 from nsysgen.analyze.nccl import AnalyzeError, human_size, summarise, write_csvs
 from nsysgen.analyze.plot import Plots, plot_op
 from nsysgen.analyze.ranks import RankCollision, assign_ranks, comparable
@@ -20,7 +21,7 @@ from nsysgen.analyze.report import Reduced
 from nsysgen.analyze.safe import op_file
 from nsysgen.analyze.steps import RankTables
 from nsysgen.analyze.steps_plot import draw_all
-from nsysgen.analyze.stragglers import Thresholds, find, measure
+from nsysgen.analyze.stragglers import Thresholds, measure
 from nsysgen.analyze.summary import Summary, build
 from nsysgen.analyze.summary_files import write
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK

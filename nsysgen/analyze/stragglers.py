@@ -33,8 +33,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TypedDict
 
+from nsysgen.analyze import pipeline
 from nsysgen.analyze.critical import Arrival, StepPath, walk
 from nsysgen.analyze.intervals import head_overlap
 from nsysgen.analyze.matching import (
@@ -46,7 +46,7 @@ from nsysgen.analyze.matching import (
     stages,
     with_median_of_others,
 )
-from nsysgen.analyze.steps import NS_PER_MS, RankTables, StepRow, window_edges
+from nsysgen.analyze.steps import NS_PER_MS, RankTables, StepRow
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,16 @@ class Lateness:
     unwalked: list[int] = field(default_factory=list)  # steps without landmarks on some rank
     # Steps of point-to-point kernels whose pipeline stages the names do not tell apart.
     unsplit: list[int] = field(default_factory=list)
+    # step -> the ranks alone in their pipeline stage there: no peer to measure them against
+    peerless: dict[int, list[int]] = field(default_factory=dict)
+    unpaired: list[int] = field(default_factory=list)  # steps with sends/receives not paired
+    # step -> rank its stage found late without a share of its own -> the rank that held it
+    # through the pipeline (nsysgen/analyze/pipeline.py)
+    held: dict[int, dict[int, int]] = field(default_factory=dict)
+    # Per (rank, step): the exposed part of its waits at send/recv pairs. A pipeline's bubble
+    # is among them, in the control run too: waiting (comm_wait_ms), but no time lost to a
+    # late rank (wait_ms leaves it out).
+    p2p_wait_ns: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 def _record_waits(
@@ -166,7 +176,18 @@ def _lost(
         for rank, row in per_rank.items():
             if (rank, step) in wait:
                 slowed = path.slowed.get(rank, 0.0) if path is not None else 0.0
-                result.wait_ms[(rank, step)] = split(row, rank, result)[0] + slowed
+                result.wait_ms[(rank, step)] = _p2p_free(row, rank, result) + slowed
+
+
+def _p2p_free(row: StepRow, rank: int, result: Lateness) -> float:
+    """The rank's exposed wait on the step; on a pipeline's step, at its stage's collectives
+    only (measured kernel by kernel: the waits at sends and receives, its bubble among them,
+    are left out, paired or not)."""
+    key = (rank, row.step)
+    if row.step not in result.stages or row.source != "gpu":
+        return split(row, rank, result)[0]
+    own = result.exposed_wait_ns.get(key, 0) - result.p2p_wait_ns.get(key, 0)
+    return max(0, own) / NS_PER_MS
 
 
 def _add_waits(
@@ -209,6 +230,9 @@ class _Sums:
     waited_on: dict[tuple[int, int], dict[int, int]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(int))
     )
+    p2p_waited_on: dict[tuple[int, int], dict[int, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
 
 
 def _judge(
@@ -248,6 +272,51 @@ def _judge(
     return True
 
 
+def _judge_stages(
+    step: int,
+    groups: list[dict[int, list[Comm]]],
+    rows: dict[int, StepRow],
+    thresholds: Thresholds,
+    sums: _Sums,
+    result: Lateness,
+) -> list[bool]:
+    """A pipeline's stages on one step: each among its data-parallel peers by its collectives,
+    the stages' send/recv kernels paired across them, and the ranks held through the pipeline
+    traced to the rank that held them."""
+    judged = []
+    for group in groups:
+        if len(group) < 2:
+            result.peerless.setdefault(step, []).extend(group)
+            continue
+        judged.append(_judge(step, pipeline.without_p2p(group), rows, thresholds, sums, result))
+    found, unpaired = pipeline.pairs(groups)
+    if unpaired:
+        result.unpaired.append(step)
+    for pair in found:
+        _record_waits(result.call_wait_ns, pair, result.reports)
+        _add_waits(step, pair, sums.wait, sums.exposed_wait, sums.exposed, sums.p2p_waited_on)
+        for d, rank, pieces, _, _ in pair:
+            key = (rank, step)
+            result.p2p_wait_ns[key] = result.p2p_wait_ns.get(key, 0) + head_overlap(
+                pieces, d - pair[0][0]
+            )
+        result.matched += 1
+    path = result.paths.get(step)
+    if path is not None:
+        late = {rank: sums.late.get((rank, step), 0.0) for rank in path.late}
+        held = pipeline.held_by(late, pipeline.partners(groups))
+        if held:
+            result.held[step] = held
+    return judged
+
+
+def _cause(result: Lateness, waiter: tuple[int, int], rank: int) -> int:
+    """The rank that held `rank` through the pipeline on the waiter's step, else `rank` (and
+    `rank` where that is the waiter itself)."""
+    cause = result.held.get(waiter[1], {}).get(rank, rank)
+    return rank if cause == waiter[0] else cause
+
+
 def measure(
     ranks: list[RankTables], thresholds: Thresholds | None = None, pipeline: int | None = None
 ) -> Lateness:
@@ -269,9 +338,13 @@ def measure(
         groups = found or []
         if len(groups) > 1:
             result.stages[step] = len(groups)
-        judged = [_judge(step, group, rows[step], thresholds, sums, result) for group in groups]
+            judged = _judge_stages(step, groups, rows[step], thresholds, sums, result)
+        else:
+            judged = [_judge(step, group, rows[step], thresholds, sums, result) for group in groups]
         if any(judged):
             result.evidence[step] = "collectives"
+            continue
+        if step in result.peerless:  # no peer to measure against: not judged, not all clear
             continue
         result.evidence[step] = "step-time"
         for rank, value, others in with_median_of_others(step_ms[step]):
@@ -279,8 +352,12 @@ def measure(
     result.summed_wait_ms, result.summed_late_ms = dict(sums.wait), dict(sums.summed)
     result.late_ms = dict(sums.late)
     result.exposed_wait_ns, result.exposed_ns = dict(sums.exposed_wait), dict(sums.exposed)
+    # Whom a rank waited for most at its collectives; where it waited at none, at its sends
+    # and receives.
+    waited_on = {**sums.p2p_waited_on, **sums.waited_on}
     result.waited_for = {
-        key: max(sorted(by), key=lambda r: by[r]) for key, by in sums.waited_on.items()
+        key: _cause(result, key, max(sorted(by), key=lambda r: by[r]))
+        for key, by in waited_on.items()
     }
     _lost(rows, sums.wait, result)
     return result
@@ -312,51 +389,3 @@ def scale_ms(row: StepRow) -> float:
 def late_bar(thresholds: Thresholds, step_times: list[float]) -> float:
     """How long the others must have waited for a rank on a step for it to count as late."""
     return max(thresholds.min_ms, thresholds.min_fraction * statistics.median(step_times))
-
-
-class Straggler(TypedDict):
-    """A rank late on steps (summary.json's "stragglers", in this key order)."""
-
-    rank: int
-    steps: list[int]
-    mean_lateness_ms: float
-    kind: str  # "slow rank" (late on most judged steps) or "hiccup"
-    late_on_fraction_of_steps: float
-    evidence: list[str]
-
-
-def find(ranks: list[RankTables], lateness: Lateness, thresholds: Thresholds) -> list[Straggler]:
-    """The stragglers, latest first."""
-    step_ms: dict[int, list[float]] = defaultdict(list)
-    for t in ranks:
-        for row in t.steps:
-            step_ms[row.step].append(scale_ms(row))
-    # Neither edge of the window is judged: the first step holds the warm-up and the pause
-    # when the capture opens, the last the pause when it closes (seconds on the recorded ranks).
-    # A rank's own edges too: ranks on other nodes can start their window a step apart.
-    edges = window_edges(step_ms)
-    judged = sorted(s for s in lateness.evidence if s not in edges)
-    own = {rank_of(t): window_edges(row.step for row in t.steps) for t in ranks}
-    by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for (rank, step), value in lateness.late_ms.items():
-        by_step[step].append((rank, value))
-    late: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for step in judged:
-        bar = late_bar(thresholds, step_ms[step])
-        for rank, value in by_step[step]:
-            if value > bar and step not in own.get(rank, ()):
-                late[rank].append((step, value))
-    found: list[Straggler] = []
-    for rank, items in late.items():
-        fraction = len(items) / len(judged)
-        found.append(
-            {
-                "rank": rank,
-                "steps": [s for s, _ in items],
-                "mean_lateness_ms": round(statistics.fmean(v for _, v in items), 3),
-                "kind": "slow rank" if fraction >= thresholds.slow_fraction else "hiccup",
-                "late_on_fraction_of_steps": round(fraction, 3),
-                "evidence": sorted({lateness.evidence[s] for s, _ in items}),
-            }
-        )
-    return sorted(found, key=lambda f: -f["mean_lateness_ms"] * len(f["steps"]))

@@ -44,11 +44,11 @@ from nsysgen.analyze import views, waiting
 from nsysgen.analyze.bandwidth import SizeColumn as SizeColumn
 from nsysgen.analyze.bandwidth import SizeEntry, nccl_by_size, not_corrected
 from nsysgen.analyze.landmarks import BY_LAUNCH_ORDER
+from nsysgen.analyze.late_ranks import ALONE, Straggler, path_limits
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.ranks import comparable, not_judged_steps, unjudged
 from nsysgen.analyze.steps import RankTables, StepRow, window_edges
-from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds, split
-from nsysgen.analyze.views import steps_text
+from nsysgen.analyze.stragglers import Lateness, Thresholds, split
 
 SCHEMA = "nsysgen-analyze-summary/1"
 StepField = Literal[
@@ -266,7 +266,7 @@ def build(
 ) -> Summary:
     edges = all_edges(ranks)
     judged_ranks = comparable(ranks)  # the ranks the verdict is about
-    holes = not_judged_steps(judged_ranks)
+    holes = _holes(judged_ranks, lateness)
     steps = waiting.by_step(ranks, lateness, thresholds, set(holes))
     stepped = sum(1 for t in ranks if t.steps)
     judged = sum(1 for t in judged_ranks if t.steps)
@@ -334,32 +334,14 @@ def build(
     return summary
 
 
-def path_limits(lateness: Lateness) -> list[str]:
-    """What the critical path could not measure on these reports."""
-    found = []
-    if lateness.stages:
-        steps = sorted(lateness.stages)
-        found.append(
-            f"ranks ran different collectives on {len(steps)} step(s) ({steps_text(steps)}): "
-            f"judged as {max(lateness.stages.values())} groups of ranks that ran the same "
-            "(pipeline stages and their data-parallel peers); a rank that held up another "
-            "stage is found among its own stage's peers, and the step had it been on time is "
-            "within its stage"
-        )
-    if lateness.unsplit:
-        found.append(
-            f"pipeline stages not told apart on {len(lateness.unsplit)} step(s) "
-            f"({steps_text(lateness.unsplit)}): every rank ran the same kernels, point-to-point "
-            "among them, so a stage's sends and receives look alike; judged by step time only "
-            "(pass --pipeline-stages N for the job's N stages)"
-        )
-    if lateness.unwalked:
-        found.append(
-            f"critical path not walked on {len(lateness.unwalked)} step(s) "
-            f"({steps_text(lateness.unwalked)}): a rank's collectives lack their start or "
-            "the step its opening gate; lateness there is not measured"
-        )
-    return found
+def _holes(ranks: list[RankTables], lateness: Lateness) -> dict[int, dict[int, str]]:
+    """step -> rank -> why it is not judged there: a hole in its step ranges, or no peer in
+    its pipeline stage."""
+    holes = not_judged_steps(ranks)
+    for step, alone in lateness.peerless.items():
+        for rank in alone:
+            holes.setdefault(step, {})[rank] = ALONE
+    return holes
 
 
 def limits(calls: list[NcclCall], ranks: int, world: int, world_given: bool) -> list[str]:

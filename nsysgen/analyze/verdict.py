@@ -6,7 +6,8 @@ from __future__ import annotations
 import statistics
 from typing import TypedDict
 
-from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
+from nsysgen.analyze.late_ranks import Straggler
+from nsysgen.analyze.stragglers import Lateness, Thresholds
 from nsysgen.analyze.views import ranks_text, steps_text
 from nsysgen.analyze.waiting import StepVerdict
 
@@ -91,17 +92,19 @@ def build(
         for rank, why in sorted(missing.items()):
             by_why.setdefault(why, []).append(rank)
         parts = [f"{ranks_text(r, NAMED, len(r))} ({why})" for why, r in by_why.items()]
-        steps_why = [
-            (step, why, sorted(r for r, w in on.items() if w == why))
-            for step, on in sorted(holes.items())
-            for why in sorted(set(on.values()), reverse=True)
-        ]
+        # Steps with the same ranks not judged for the same reason are named together.
+        alike: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for step, on in sorted(holes.items()):
+            for why in sorted(set(on.values()), reverse=True):
+                ranks_there = tuple(sorted(r for r, w in on.items() if w == why))
+                alike.setdefault((why, ranks_there), []).append(step)
         parts += [
-            f"step {step} on {ranks_text(r, NAMED, len(r))} ({why})"
-            for step, why, r in steps_why[:NAMED]
+            f"step{'s' if len(steps) > 1 else ''} {steps_text(steps)} on "
+            f"{ranks_text(list(r), NAMED, len(r))} ({why})"
+            for (why, r), steps in list(alike.items())[:NAMED]
         ]
-        if len(steps_why) > NAMED:
-            parts.append(f"{len(steps_why) - NAMED} more steps not judged on some rank")
+        if len(alike) > NAMED:
+            parts.append("more steps not judged on some rank")
         named = "; ".join(parts)
         rest = verdict["text"]
         if missing and verdict["late_rank"] is None and rest.startswith("no rank late"):
@@ -110,6 +113,19 @@ def build(
             rest = rest.replace("one rank recorded", "one rank left to judge", 1)
         verdict["text"] = f"not judged: {named}; {rest}"
     return verdict
+
+
+def _waits(lateness: Lateness, members: set[int], steps: set[int]) -> dict[int, float]:
+    """Who waited for the late ranks: on their late steps, the ranks not late with them that
+    waited for one of them most (where the collectives tell: a pipeline's other pairs waited
+    for their own partners) -> their time lost."""
+    waits: dict[int, float] = {}
+    for (other, step), value in lateness.wait_ms.items():
+        if step not in steps or other in members or value <= 0:
+            continue
+        if lateness.waited_for.get((other, step), min(members)) in members:
+            waits[other] = waits.get(other, 0.0) + value
+    return waits
 
 
 def _build(
@@ -145,6 +161,9 @@ def _build(
     if ranks < 2:
         verdict["text"] = "one rank recorded: who was late needs two ranks or more"
         return verdict
+    if not judged:
+        verdict["text"] = f"no step judged on {ranks:,} ranks"
+        return verdict
     if not stragglers:
         verdict["text"] = (
             f"no rank late on the {len(judged)} judged steps of {ranks:,} ranks (no rank's "
@@ -162,11 +181,7 @@ def _build(
     members = [s["rank"] for s in together]
     others = [s for s in stragglers if s["rank"] not in set(members)]
     whole = _whole_nodes(members, nodes or {})
-    # Who waited for it: on its late steps, the ranks not late with it, by their time lost.
-    waits: dict[int, float] = {}
-    for (other, step), value in lateness.wait_ms.items():
-        if step in late_steps and other not in set(members) and value > 0:
-            waits[other] = waits.get(other, 0.0) + value
+    waits = _waits(lateness, set(members), late_steps)
     waited = sorted(waits, key=lambda r: (-waits[r], r))
     count = len(waited)
     by_ms = round(statistics.fmean(s["mean_lateness_ms"] for s in together), 3)

@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 from nsysgen.analyze.critical import Arrival, walk
+from nsysgen.analyze.late_ranks import find, path_limits
 from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.report import read_export
 from nsysgen.analyze.steps import Collective, RankTables, StepRow
-from nsysgen.analyze.stragglers import Lateness, Thresholds, find, measure
-from nsysgen.analyze.summary import Summary, build, path_limits
+from nsysgen.analyze.stragglers import Lateness, Thresholds, measure
+from nsysgen.analyze.summary import Summary, build
 from tests.conftest import REPO
 
 JUDGED = range(9, 15)  # steps 8..15 recorded; the window's edges are not judged

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze import summary_files
+from nsysgen.analyze.late_ranks import find
 from nsysgen.analyze.ranks import assign_ranks
 from nsysgen.analyze.reduce import Options, _compare, reduce
 from nsysgen.analyze.regress import load
 from nsysgen.analyze.report import Reduced, read_export
-from nsysgen.analyze.stragglers import Thresholds, find, measure
+from nsysgen.analyze.stragglers import Thresholds, measure
 from nsysgen.analyze.summary import build
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
 from tests.conftest import REPO
@@ -92,7 +93,7 @@ def test_the_slow_run_regresses_against_the_clean_one_and_names_rank_1(
         "rank 1 late on 4 of 6 judged steps (9, 12, 13, 14) by 48.3 ms on average (the job's "
         "median step 127.4 ms, 84.4 ms had it been on time); rank 0 waited (lost 49.4 ms a "
         "step: exposed wait and compute slowed by waiting); also rank 0 (hiccup) on step 11 by "
-        "50.1 ms"
+        "50.0 ms"
     )
     assert said == [
         "no NCCL kernels in 2 report(s): nothing to plot",
@@ -102,7 +103,7 @@ def test_the_slow_run_regresses_against_the_clean_one_and_names_rank_1(
         "steps 8..15 on 2 rank(s); first and last step not judged (the window's open and close "
         "pause the recorded ranks)",
         "straggler: rank 1 (slow rank) late on steps 9, 12, 13, 14 by 48.3 ms on average",
-        "straggler: rank 0 (hiccup) late on step 11 by 50.1 ms on average",
+        "straggler: rank 0 (hiccup) late on step 11 by 50.0 ms on average",
         f"regression: REGRESSED job median step time: 72.7 -> 127.4 ms (+75.4 %): {verdict}",
         f"baseline {clean}: 5 figure(s) compared, 2 regressed beyond 10 %",
         "REGRESSED  job median step time: 72.667 -> 127.441 ms (+75.4 %)",

@@ -268,7 +268,7 @@ def test_device_runs_name_the_injected_stragglers(tmp_path: Path, run_cli: RunCl
     assert hiccup[0] == {
         "rank": 0,
         "steps": [11, 14],
-        "mean_lateness_ms": 30.946,
+        "mean_lateness_ms": 30.936,
         "kind": "hiccup",
         "late_on_fraction_of_steps": 0.333,  # 2 of 6 judged steps (7 less the last)
         "evidence": ["collectives"],

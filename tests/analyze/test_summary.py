@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import statistics
 
+from nsysgen.analyze.late_ranks import find
 from nsysgen.analyze.nccl import NcclCall
 from nsysgen.analyze.report import read_export
 from nsysgen.analyze.steps import RankTables, StepRow
-from nsysgen.analyze.stragglers import Thresholds, find, measure
+from nsysgen.analyze.stragglers import Thresholds, measure
 from nsysgen.analyze.summary import SCHEMA, Summary, all_edges, build, limits, own_edges
 from tests.conftest import REPO
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from nsysgen.analyze.stragglers import Lateness, Straggler, Thresholds
+from nsysgen.analyze.late_ranks import Straggler
+from nsysgen.analyze.stragglers import Lateness, Thresholds
 from nsysgen.analyze.verdict import build
 from nsysgen.analyze.views import ranks_text, steps_text
 from nsysgen.analyze.waiting import StepVerdict
