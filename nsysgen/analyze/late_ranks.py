@@ -79,9 +79,9 @@ def path_limits(lateness: Lateness) -> list[str]:
     if lateness.unpaired:
         found.append(
             f"sends and receives not paired across stages on {len(lateness.unpaired)} step(s) "
-            f"({steps_text(lateness.unpaired)}): a middle stage's interleave its two "
-            "neighbours; their waits (the bubble among them) are split from transfer at the "
-            "ratio of the stage's collectives"
+            f"({steps_text(lateness.unpaired)}): some ended with no partner's kernel (or "
+            "lack their start); their waits (the bubble among them) are split from transfer "
+            "at the ratio of the stage's collectives"
         )
     if lateness.unsplit:
         found.append(
