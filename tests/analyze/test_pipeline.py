@@ -103,6 +103,22 @@ def test_a_late_rank_costs_the_time_the_step_grew_and_no_bubble_is_lateness(
     assert 0 < verdict["waited_count"] <= ranks - 1
 
 
+def test_a_slower_gpu_and_a_hiccup_in_a_stage_cost_what_the_step_grew(tmp_path: Path) -> None:
+    """Rank 5 (stage 1 of 2, four peers) with its kernels 1.5x as long; then sleeping 40 ms on
+    step 11 only."""
+    _, _, clean = analysed(tmp_path / "control", 8, 2)
+    summary, _, made = analysed(tmp_path / "gpu", 8, 2, slow={5: 1.5})
+    assert summary["verdict"]["late_rank"] == 5
+    for number in JUDGED:
+        s = step(summary, number)
+        assert s["late_rank"] == 5 and close(s["late_ms"], made[number] - clean[number]), s
+    summary, _, made = analysed(tmp_path / "hiccup", 8, 2, host_ms={5: {11: 40.0}})
+    verdict = summary["verdict"]
+    assert (verdict["late_rank"], verdict["kind"], verdict["steps"]) == (5, "hiccup", [11])
+    assert close(step(summary, 11)["late_ms"], made[11] - clean[11])
+    assert all(step(summary, n)["late_ms"] == 0.0 for n in JUDGED if n != 11)
+
+
 def test_ranks_held_through_the_pipeline_are_traced_to_the_rank_that_held_them(
     tmp_path: Path,
 ) -> None:
