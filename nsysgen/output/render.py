@@ -13,6 +13,8 @@ import jinja2
 import yaml
 
 from nsysgen.resources import TEMPLATES_DIR
+from nsysgen.shipped import HELPER_DIR
+from nsysgen.shipped.step_window import names
 
 
 class ShellExpr(str):
@@ -118,6 +120,13 @@ def _environment() -> jinja2.Environment:
     env.filters["to_yaml"] = to_yaml
     env.filters["md_code"] = md_code
     env.filters["md_text"] = md_text
+    # The step window's variables, spelled once (nsysgen/shipped/step_window/names.py).
+    env.globals["window"] = {
+        "first_step": names.FIRST_STEP,
+        "ranks": names.RANKS,
+        "helper_dir": HELPER_DIR,
+        "helper_log": names.HELPER_LOG,
+    }
     return env
 
 

@@ -11,6 +11,8 @@ SHIPPED_DIR = Path(__file__).parent
 # The step helper's file name wherever nsysgen writes it (the site folder, beside a patched
 # script, a folder's copy for an edit by hand): the patched line and sitecustomize import it.
 STEP_WINDOW_FILE = "nsysgen_window.py"
+# The folder a patched loop imports it from, given by the launch (nsys-exec, the EKS pods).
+HELPER_DIR = "NSYSGEN_HELPER_DIR"
 
 
 def source_text(module: str) -> str:

@@ -15,7 +15,7 @@ from nsysgen.profile.plan_types import (
 )
 from nsysgen.profile.workloads.base import window_ranks
 from nsysgen.profile.workloads.registry import workload_kind
-from nsysgen.shipped.step_window import LIBRARIES
+from nsysgen.shipped.step_window import LIBRARIES, names
 
 # The step methods of the helper, in words (plan, compile output, README).
 METHOD_TEXT = {
@@ -54,23 +54,23 @@ def step_window_env(config: Config) -> Env:
     if method is None or not marks_steps(config):
         return ()  # a framework's own window reads its arguments, not these
     env = [
-        ("NSYSGEN_PROFILE_FIRST_STEP", str(capture.first_step)),
-        ("NSYSGEN_PROFILE_LAST_STEP", str(capture.last_step)),
-        ("NSYSGEN_PROFILE_RANKS", window_ranks(config)),
+        (names.FIRST_STEP, str(capture.first_step)),
+        (names.LAST_STEP, str(capture.last_step)),
+        (names.RANKS, window_ranks(config)),
     ]
     if (capture.optimizer_steps or 1) != 1:
-        env.append(("NSYSGEN_PROFILE_OPTIMIZER_STEPS", str(capture.optimizer_steps)))
+        env.append((names.OPTIMIZER_STEPS, str(capture.optimizer_steps)))
     source, native = config.training_patch, workload_kind(config).native
     if method == "hook" and source is not None and source.at_step is not None:
         # The script's own counter, read where the step loop runs while the optimizer steps.
         env += [
-            ("NSYSGEN_PROFILE_STEP_EXPR", source.at_step),
-            ("NSYSGEN_PROFILE_STEP_SCOPE", source.scope),
+            (names.STEP_EXPR, source.at_step),
+            (names.STEP_SCOPE, source.scope),
         ]
     elif method == "hook" and native is not None and native.at_step is not None:
         env += [
-            ("NSYSGEN_PROFILE_STEP_EXPR", native.at_step),
-            ("NSYSGEN_PROFILE_STEP_SCOPE", native.scope),
+            (names.STEP_EXPR, native.at_step),
+            (names.STEP_SCOPE, native.scope),
         ]
     return tuple(env)
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from nsysgen.errors import Issue
 from nsysgen.model import Config
 from nsysgen.profile.plan_types import JobEnv, Lint, ProfilePlan
+from nsysgen.shipped.step_window.names import RANKS
 from nsysgen.targets.eks.injection import (
     injection_issues,
 )
@@ -217,7 +218,7 @@ def _every_pod_under_nsys(config: Config, plan: ProfilePlan) -> Iterator[tuple[s
         yield (
             "target.job",
             f"a TrainJob labels all {pods} pods alike: every pod runs torchrun under nsys, and "
-            f"only the {recording} pod(s) of NSYSGEN_PROFILE_RANKS open the window; the other "
+            f"only the {recording} pod(s) of {RANKS} open the window; the other "
             f"{pods - recording} pay the injection too: {cost}",
         )
 

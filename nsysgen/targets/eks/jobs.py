@@ -10,9 +10,8 @@ from typing import Any
 
 from nsysgen.model import Config
 from nsysgen.output.render import header, render_template
-from nsysgen.patching.patch import HELPER_DIR_VAR
 from nsysgen.profile.plan_types import ProfilePlan
-from nsysgen.shipped import STEP_WINDOW_FILE, source_text
+from nsysgen.shipped import HELPER_DIR, STEP_WINDOW_FILE, source_text
 from nsysgen.shipped.step_window.names import HELPER_LOG as HELPER_LOG_VAR
 from nsysgen.shipped.verify.report import HELPER_LOG
 from nsysgen.targets.eks.injection import (
@@ -76,7 +75,7 @@ def _env(config: Config, plan: ProfilePlan) -> list[dict[str, Any]]:
         theirs = values.get("PYTHONPATH")
         values["PYTHONPATH"] = f"{SITE_MOUNT}:{theirs}" if theirs else SITE_MOUNT
     elif plan.facts.steps.helper_dir:
-        values[HELPER_DIR_VAR] = SITE_MOUNT  # the patched loop imports the helper from there
+        values[HELPER_DIR] = SITE_MOUNT  # the patched loop imports the helper from there
     if plan.facts.steps.marks and reports_on_volume(config):
         # What the step helper says, also into the pod's folder on the reports volume (nsys's
         # TMPDIR there): `nsysgen verify` gives it as the cause where the window is not as asked.

@@ -17,6 +17,7 @@ from nsysgen.profile.plan_types import (
     ProfilePlan,
     RecordedTasks,
 )
+from nsysgen.shipped.verify.report import HELPER_LOG
 from nsysgen.targets.common import install_script, recipes_script, upload_script, workload_files
 from nsysgen.targets.expect import verify_files
 from nsysgen.targets.slurm.own import OWN_SHELL, SHELL, env_file, own_script_change
@@ -65,7 +66,7 @@ def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "site_dir": SITE_DIR if program(plan).site or plan.facts.steps.helper_dir else None,
             "on_path": program(plan).site,
             # The step helper writes what it says beside nsys's temp files (verify reads it).
-            "helper_log": config.capture.mode == "steps",
+            "helper_log": HELPER_LOG if config.capture.mode == "steps" else None,
             # A job script of the user's own starts it: the srun's shape is checked.
             "shape": (
                 (
