@@ -1,14 +1,14 @@
 """CONTRIBUTING.md's layers, drawn from the code: which layer imports which (read from every
-import of the package, as tests/test_layers.py reads them, with its LAYERS), and for each folder
-or top-level module what it owns (the first paragraph of its docstring) and what it may import."""
+import of the package by scripts/layer_rules.py, whose LAYERS tests/test_layers.py holds the
+code to), and for each folder or top-level module what it owns (the first paragraph of its
+docstring) and what it may import."""
 
 from __future__ import annotations
 
 import ast
 from collections import defaultdict
 
-from tests.conftest import REPO
-from tests.test_layers import ANALYZE, LAYERS, imports, may_import, modules, rank
+from scripts.layer_rules import ANALYZE, LAYERS, REPO, imports, may_import, modules, rank
 
 
 def layer_names() -> list[str]:

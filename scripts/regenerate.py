@@ -34,10 +34,17 @@ from nsysgen.cli import main as nsysgen
 from nsysgen.config.editor_schemas import EDITOR_DIR, editor_schema_texts
 from nsysgen.profile.lints import markdown_table
 from nsysgen.targets import target_lints
+from scripts.golden_sources import (
+    CASES,
+    EXPERIMENTS,
+    PATCHED,
+    REPO,
+    SCRIPTS,
+    corpus_patch,
+    script_patch,
+    tree_bytes,
+)
 from scripts.layers import layers_section
-from tests.compile.test_golden import CASES
-from tests.conftest import EXPERIMENTS, REPO, tree_bytes
-from tests.patching import test_patch, test_patch_corpus
 
 COMMAND = "python -m scripts.regenerate"
 DIFF_LINES = 60  # of the first stale file, in check mode
@@ -95,10 +102,10 @@ def golden_cases() -> Files:
 
 def golden_patches() -> Files:
     files: Files = {}
-    for name in test_patch.SCRIPTS:
-        files[f"tests/golden/patches/{name}.patch"] = (test_patch.diff_for(name).encode(), 0o644)
-    for entry in test_patch_corpus.PATCHED:
-        text = test_patch_corpus.diff_for(entry)
+    for name in SCRIPTS:
+        files[f"tests/golden/patches/{name}.patch"] = (script_patch(name).encode(), 0o644)
+    for entry in PATCHED:
+        text = corpus_patch(entry)
         files[f"tests/golden/patches/corpus/{entry['file']}.patch"] = (text.encode(), 0o644)
     return files
 

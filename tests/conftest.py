@@ -12,11 +12,11 @@ from typing import Protocol
 import pytest
 
 from nsysgen.cli import main
+from scripts.golden_sources import EXPERIMENTS, REPO, tree_bytes
+
+__all__ = ["EXPERIMENTS", "REPO", "tree_bytes"]  # the tests' shared paths, from one place
 
 pytest_plugins = ["tests.realparts"]
-
-REPO = Path(__file__).resolve().parent.parent
-EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -71,15 +71,6 @@ def run_nsysgen_process(*args: str, cwd: Path, env: dict[str, str] | None = None
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
-
-
-def tree_bytes(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file under root: relative path -> (content, permission bits)."""
-    return {
-        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777)
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def compare_trees(actual: Path, expected: Path, regenerate: str) -> None:

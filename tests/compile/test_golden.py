@@ -8,32 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts.golden_sources import CASES
 from tests.conftest import EXPERIMENTS, REPO, RunCli, compare_trees
-
-# Extra cases beyond the experiments: name -> overrides.
-CASES = {
-    "default": [],
-    "local-python-steps": [
-        "cluster=local",
-        "workload=python",
-        "capture=steps",
-        "nsight=2023.4.4",
-        "capture.first_step=3",
-        "capture.last_step=5",
-        "capture.ranks=one_per_node",
-        "capture.recipes=[nvtx_sum,osrt_sum]",
-        "job.name=local-python-steps",
-    ],
-    "p5-nvtx-all-ranks-gpu-metrics": [
-        "workload=nemo",
-        "capture=nvtx",
-        "capture.ranks=all",
-        "capture.nvtx_range=train",
-        "capture.efa_metrics=true",
-        "capture.gpu_metrics=true",
-        "job.name=p5-nvtx",
-    ],
-}
 
 
 def _check(

@@ -15,27 +15,19 @@ from nsysgen.patching.patch import (
     PatchError,
     patch_source,
     strip,
-    unified_patch,
 )
 from nsysgen.shipped import STEP_WINDOW_FILE, source_text
 from nsysgen.shipped.step_window import StepWindow
+from scripts.golden_sources import SCRIPTS
+from scripts.golden_sources import script_patch as diff_for
 from tests.conftest import REPO, RunCli
 
-SCRIPTS = sorted(p.name for p in (REPO / "tests" / "training_scripts").glob("*.py"))
 GOLDEN = REPO / "tests" / "golden" / "patches"
 HELPER = source_text("step_window")
 
 
 def source_of(name: str) -> str:
     return (REPO / "tests" / "training_scripts" / name).read_text()
-
-
-def diff_for(name: str) -> str:
-    """The script's patch (the golden file): its edit only, no file added (the step helper is
-    the generated tree's one copy)."""
-    path = f"tests/training_scripts/{name}"
-    source = source_of(name)
-    return unified_patch(path, source, patch_source(source))
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -6,7 +6,6 @@ accept, patched scripts that compile, idempotence."""
 from __future__ import annotations
 
 import ast
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,20 +18,20 @@ from nsysgen.patching.patch import (
     analyse,
     patch_source,
     strip,
-    unified_patch,
 )
 from nsysgen.patching.step_loop import ACCUMULATIONS
+from scripts.golden_sources import CORPUS_ENTRIES, PATCHED, read
+from scripts.golden_sources import corpus_patch as diff_for
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # shellcheck/bash over every setup; a corpus of scripts
 
 CORPUS = REPO / "tests" / "training_scripts" / "corpus"
 GOLDEN = REPO / "tests" / "golden" / "patches" / "corpus"
-ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
+ENTRIES = CORPUS_ENTRIES
 NAMES = [entry["file"] for entry in ENTRIES]
-# Scripts with a step loop (or step function) to patch; the others are refused or hand their
-# loop to a library (tests/patching/test_find_issue38.py checks those).
-PATCHED = [entry for entry in ENTRIES if "refused" not in entry and "library" not in entry]
+# PATCHED: the scripts with a step loop (or step function) to patch; the others are refused or
+# hand their loop to a library (tests/patching/test_find_issue38.py checks those).
 PATCHED_NAMES = [entry["file"] for entry in PATCHED]
 
 
@@ -40,21 +39,9 @@ def source_of(name: str) -> str:
     return read(CORPUS / name)
 
 
-def read(path: Path) -> str:
-    with path.open(encoding="utf-8", newline="") as file:
-        return file.read()
-
-
 def fix_of(entry: dict[str, Any]) -> int | None:
     fix: dict[str, int] = entry.get("fix", {})
     return fix.get("loop_line")
-
-
-def diff_for(entry: dict[str, Any]) -> str:
-    name = entry["file"]
-    patched = patch_source(source_of(name), fix_of(entry))
-    path = f"tests/training_scripts/corpus/{name}"
-    return unified_patch(path, source_of(name), patched)
 
 
 def test_corpus_is_large_and_permissive() -> None:

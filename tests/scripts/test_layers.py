@@ -4,8 +4,8 @@ with what it owns taken from its docstring."""
 
 from __future__ import annotations
 
+from scripts.layer_rules import LAYERS
 from scripts.layers import allowed, entries, layer_imports, layer_names, layers_section, owns
-from tests.test_layers import LAYERS
 
 
 def test_the_picture_has_a_box_per_layer_and_an_arrow_per_import_between_layers() -> None:
