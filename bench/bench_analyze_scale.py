@@ -24,7 +24,7 @@ Per kind and count, in one run, on the same files (just written: in the page cac
   of each of its Dask workers (bench/tree_memory.py: the kernel's high-water mark per process);
 - the same command again: every result from the cache;
 - OUT/report.html: its size, and the seconds a headless chromium (Debian's, driven by
-  Playwright: tests/analyze/browser.py) takes to open it, to its load event.
+  Playwright: scripts/browser.py) takes to open it, to its load event.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def analyze(folder: Path, out: Path, workers: int) -> dict[str, Any]:
 
 def open_in_browser(report: Path) -> float | None:
     """Seconds to the load event in headless chromium, or None without Playwright/chromium."""
-    from tests.analyze.browser import chromium, open_report
+    from scripts.browser import chromium, open_report
 
     if chromium() is None:
         return None

@@ -1,5 +1,5 @@
-"""Long fuzz run of the CLI (issue 12, item 3): the generator of tests/compile/test_fuzz.py,
-for longer.
+"""Long fuzz run of the CLI (issue 12, item 3): the generator of scripts/fuzz_cli.py (which
+tests/compile/test_fuzz.py runs), for longer.
 
     python bench/fuzz.py --cases 10000 --seed 1
 
@@ -19,12 +19,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-# Run as a script from anywhere: the tests package (which holds the generator) is beside bench/.
+# Run as a script from anywhere: scripts/ (which holds the generator) is beside bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-from tests.compile.test_fuzz import Case, Outcome, cases, new_scratch, run_case  # noqa: E402
+from scripts.fuzz_cli import Case, Outcome, cases, new_scratch, run_case  # noqa: E402
 
 
 def failure_kind(outcome: Outcome) -> str:

@@ -1,5 +1,5 @@
 """Long fuzz run of `nsysgen analyze` on hostile and damaged report folders (issue 48): the
-generator of tests/analyze/fuzz_reports.py, for more seeds.
+generator of scripts/fuzz_reports.py, for more seeds.
 
     python bench/fuzz_reports.py --cases 5000 [--first 0]
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.analyze.fuzz_reports import base, one  # noqa: E402
+from scripts.fuzz_reports import base, one  # noqa: E402
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""`nsysgen analyze` over hostile and damaged report folders (tests/analyze/fuzz_reports.py):
+"""`nsysgen analyze` over hostile and damaged report folders (scripts/fuzz_reports.py):
 every case exits 0 or 2, with no traceback, writing nothing outside --output. The slow tier runs
 a slice of seeds; bench/fuzz_reports.py runs thousands."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analyze.fuzz_reports import base, one
+from scripts.fuzz_reports import base, one
 
 pytestmark = pytest.mark.slow  # about half a second a case
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze.html_report import render
-from tests.analyze import browser
+from scripts import browser
 from tests.analyze.synth_summary import summary as synthetic
 from tests.bench.synth import analyze, planted_job
 from tests.conftest import REPO, RunCli

@@ -3,7 +3,7 @@ by Playwright (PyPI) through its executable_path, since Playwright's own browser
 be reached here. Every request the page makes is routed: the report's own file and data: URLs
 load, anything else is aborted and recorded (the report must work offline).
 
-    from tests.analyze.browser import open_report
+    from scripts.browser import open_report
     seconds, size = open_report(Path("OUT/report.html"))  # the time to the load event, bytes
 
 bench/ may import it from the repository root (helper scripts run with it on sys.path).

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nsysgen.cli import main
-from tests.conftest import REPO
+from scripts.golden_sources import REPO
 
 sys.path.insert(0, str(REPO))
 from bench.synth_export import Plant, Shape, job  # noqa: E402
