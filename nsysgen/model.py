@@ -23,7 +23,7 @@ Block = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class WorkloadSettings:
-    """The `workload.<kind>` block; each workload kind subclasses it (nsysgen/workloads.py)."""
+    """The `workload.<kind>` block; each workload kind subclasses it (nsysgen/profile/workloads/)."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class Lints:
 
 @dataclass(frozen=True)
 class Analysis:
-    """The `analysis` block as written (None: derived, nsysgen/analysis_job.py)."""
+    """The `analysis` block as written (None: derived, nsysgen/profile/analysis_job.py)."""
 
     nodes: int | None = None
     workers_per_node: int | None = None
