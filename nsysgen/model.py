@@ -23,7 +23,8 @@ Block = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class WorkloadSettings:
-    """The `workload.<kind>` block; each workload kind subclasses it (nsysgen/profile/workloads/)."""
+    """The `workload.<kind>` block; each workload kind subclasses it
+    (nsysgen/profile/workloads/)."""
 
 
 @dataclass(frozen=True)

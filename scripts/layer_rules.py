@@ -25,18 +25,7 @@ LAYERS = [
     ("output", ["nsysgen.output"]),
     ("profile", ["nsysgen.profile"]),
     ("targets", ["nsysgen.targets"]),
-    (
-        "drivers",
-        [
-            "nsysgen.pipeline",
-            "nsysgen.build",
-            "nsysgen.check",
-            "nsysgen.check_shared",
-            "nsysgen.regenerate",
-            "nsysgen.show",
-            "nsysgen.plan_report",
-        ],
-    ),  # fmt: skip
+    ("drivers", ["nsysgen.drivers"]),
     (
         "face",
         [

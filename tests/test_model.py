@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import typed
 from nsysgen.model import (
     AUTO_WINDOW_TRAINING,
     ScriptSettings,
@@ -19,7 +20,6 @@ from nsysgen.model import (
     settings_as,
     typed_block,
 )
-from nsysgen.pipeline import typed
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def run_completion(argv: Sequence[str]) -> int:
 
 
 def run_show(args: Arguments, composer: Composer) -> int:
-    from nsysgen.show import show_config
+    from nsysgen.drivers.show import show_config
 
     print(show_config(composer.compose(args.overrides), with_keys=args.all), end="")
     return EXIT_OK

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from nsysgen.build import FolderResult, SweepResult, build_single, build_sweep
 from nsysgen.cli.args import Arguments
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.build import FolderResult, SweepResult, build_single, build_sweep
 from nsysgen.errors import EXIT_OK
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsysgen.check import check_output, render_report
 from nsysgen.cli.args import Arguments, UsageError
+from nsysgen.drivers.check import check_output, render_report
+from nsysgen.drivers.regenerate import regenerate_output, render
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
-from nsysgen.regenerate import regenerate_output, render
 
 
 def _output_dir(args: Arguments) -> Path:

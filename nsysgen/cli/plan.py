@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from nsysgen.build import name_points
 from nsysgen.cli.args import _MAX_EXPAND, Arguments
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.build import name_points
+from nsysgen.drivers.pipeline import build_config
+from nsysgen.drivers.plan_report import Expand, as_json, as_table, sweep_table
 from nsysgen.errors import EXIT_INVALID, EXIT_OK
-from nsysgen.pipeline import build_config
-from nsysgen.plan_report import Expand, as_json, as_table, sweep_table
 from nsysgen.textwidth import output_width
 
 

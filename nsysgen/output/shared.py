@@ -27,7 +27,7 @@ State = Literal["current", "missing", "changed"]
 
 
 def verifier_text() -> str:
-    # The shared header: how check tells nsysgen's shared files (nsysgen/check_shared.py).
+    # The shared header: how check tells nsysgen's shared files (nsysgen/drivers/check_shared.py).
     return render_template(
         "common/nsysgen-verify.py.j2",
         header=header("#", shared=True),

@@ -158,8 +158,8 @@ def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli: RunCli) -> Non
     ],
 )
 def test_recipes_fit_the_capture(overrides: list[str], expected: list[str]) -> None:
-    from nsysgen import pipeline
     from nsysgen.config.compose import Composer
+    from nsysgen.drivers import pipeline
     from nsysgen.profile.recipes import recipe_runs
 
     config = pipeline.typed(Composer().compose(overrides).data)

@@ -132,12 +132,12 @@ def test_user_config_dir_replaces_packaged_option(tmp_path: Path, run_cli: RunCl
 def test_internal_error_exits_3_and_says_it_is_a_bug(
     monkeypatch: pytest.MonkeyPatch, run_cli: RunCli
 ) -> None:
-    import nsysgen.build
+    import nsysgen.drivers.build
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(nsysgen.build, "compile_config", broken)
+    monkeypatch.setattr(nsysgen.drivers.build, "compile_config", broken)
     result = run_cli()
     assert result.code == 3
     assert "internal error (RuntimeError: boom). This is a bug in nsysgen" in result.err

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.build import FolderResult, SweepResult
 from nsysgen.cli.args import Arguments
 from nsysgen.cli.compile import _file_counts, _sweep_summary, print_warnings, run_compile
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.build import FolderResult, SweepResult
 from nsysgen.output.write import FileStatus, Status
 from nsysgen.profile.plan_types.plan import Finding
 

@@ -14,7 +14,7 @@ import yaml
 
 from nsysgen.cli import main
 from nsysgen.config.compose import Composer
-from nsysgen.pipeline import build_config
+from nsysgen.drivers.pipeline import build_config
 from nsysgen.targets.eks import TARGET
 
 # slow: every EKS setup compiled and its scripts run (about 8 s on 2 cores).

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import model, pipeline
+from nsysgen import model
 from nsysgen.config.compose import Composer
+from nsysgen.drivers import pipeline
 from nsysgen.profile.lints import Finding, run_lints
 from nsysgen.profile.plan import build_plan
 from nsysgen.profile.teardown import sbatch_options, write_seconds

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import pipeline
 from nsysgen.config.compose import Composer
+from nsysgen.drivers import pipeline
 from nsysgen.reports.contract import Expect
 from nsysgen.shipped.verify import (
     Contents,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.build import point_job_name
 from nsysgen.cli import main
+from nsysgen.drivers.build import point_job_name
 from tests.conftest import RunCli
 from tests.realparts import ACTIVE, LocalCluster, python_workload
 

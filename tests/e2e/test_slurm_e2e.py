@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen import pipeline
 from nsysgen.analyze.nccl import export_sqlite
 from nsysgen.cli import main
 from nsysgen.config.compose import Composer
+from nsysgen.drivers import pipeline
 from nsysgen.profile.estimate import estimate_report_size
 from tests.conftest import EXPERIMENTS, REPO, RunCli
 from tests.realparts import LocalCluster, python_workload

@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import cache
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import build_config, typed
 from nsysgen.model import Config
-from nsysgen.pipeline import build_config, typed
 from nsysgen.profile.plan_types import ProfilePlan
 
 

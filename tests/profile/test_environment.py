@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import typed
 from nsysgen.model import Config
 from nsysgen.output.render import md_text
-from nsysgen.pipeline import typed
 from nsysgen.profile.environment import job_env
 from tests.conftest import EXPERIMENTS, REPO, RunCli
 from tests.k8s_checks import load_generated_yaml

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import build_config
 from nsysgen.output.render import ArtifactSpec, render
-from nsysgen.pipeline import build_config
 from nsysgen.profile.plan_types import (
     EnvVar,
     JobEnv,

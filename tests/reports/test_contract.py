@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from nsysgen import pipeline
 from nsysgen.config.compose import Composer
+from nsysgen.drivers import pipeline
 from nsysgen.reports.contract import (
     CONVERTERS,
     EXPECT_FILE,

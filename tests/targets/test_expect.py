@@ -12,7 +12,7 @@ import re
 import pytest
 
 from nsysgen.config.compose import Composer
-from nsysgen.pipeline import build_config
+from nsysgen.drivers.pipeline import build_config
 from nsysgen.reports.contract import EXPECT_FILE, Expect
 from nsysgen.shipped.verify import ANY
 from nsysgen.targets import TARGETS

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import build_config, typed
 from nsysgen.errors import Issue
-from nsysgen.pipeline import build_config, typed
 from nsysgen.profile.environment import job_env
 from nsysgen.profile.lints import run_lints
 from nsysgen.targets.eks import TARGET

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import typed
 from nsysgen.model import Config
-from nsysgen.pipeline import typed
 from nsysgen.targets.eks.injection import (
     ProcessLines,
     injection_issues,

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import build_config
 from nsysgen.model import Config
-from nsysgen.pipeline import build_config
 from nsysgen.targets.eks.names import (
     DNS_1035,
     eks_settings,

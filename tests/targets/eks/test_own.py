@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import build_config, typed
 from nsysgen.errors import Issue
 from nsysgen.model import Config
-from nsysgen.pipeline import build_config, typed
 from nsysgen.profile.environment import job_env
 from nsysgen.targets.eks.checks import checks
 from nsysgen.targets.eks.jobs import site_configmap

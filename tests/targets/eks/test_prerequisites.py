@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import typed
 from nsysgen.model import Config
-from nsysgen.pipeline import typed
 from nsysgen.targets.eks.prerequisites import chart_version, cli_source, prerequisites
 
 EKS = ["experiment=fsdp-p5-eks"]  # TrainJob, operator-26, S3 storage, script in the image

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from nsysgen.config.compose import Composer
+from nsysgen.drivers.pipeline import build_config
 from nsysgen.model import Config
 from nsysgen.output.render import render
-from nsysgen.pipeline import build_config
 from nsysgen.profile.plan_types import ProfilePlan
 from nsysgen.targets.slurm.own import env_file, own_program, own_script_change
 from nsysgen.targets.slurm.sbatch import program

@@ -41,7 +41,7 @@ EXPECT_FORMAT = 3
 
 
 class StepsContract(TypedDict):
-    """How a report shows its training steps: profile/workloads.py StepRanges, as JSON."""
+    """How a report shows its training steps: profile/plan_types/facts.py StepRanges, as JSON."""
 
     regex: str  # the NVTX range name of one step; group 1 its number where `numbered`
     numbered: bool

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from nsysgen import check_shared
-from nsysgen.build import POINT_COMMAND, SWEEP_INDEX, read_sweep_index
 from nsysgen.config.compose import Composer
+from nsysgen.drivers import check_shared
+from nsysgen.drivers.build import POINT_COMMAND, SWEEP_INDEX, read_sweep_index
+from nsysgen.drivers.pipeline import Compiled, compile_config
 from nsysgen.errors import NsysgenError
 from nsysgen.output.config_inputs import changed_keys
 from nsysgen.output.manifest import MANIFEST_NAME, Manifest, file_mode, sha256
 from nsysgen.output.render import RenderedFile
 from nsysgen.output.shared import needed
-from nsysgen.pipeline import Compiled, compile_config
 
 Kind = Literal[
     "changed", "edited by hand", "missing", "orphaned", "invalid", "incomplete", "input changed"

@@ -1,4 +1,4 @@
-"""`nsysgen show` (nsysgen/show.py): the composed config as YAML that reads back to the same
+"""`nsysgen show` (nsysgen/drivers/show.py): the composed config as YAML that reads back to the same
 data, quoting what YAML would read otherwise, and with `--all` each key's type and description
 as a comment above it."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from nsysgen.config.compose import Composed, Composer
-from nsysgen.show import show_config
+from nsysgen.drivers.show import show_config
 
 DATA: dict[str, Any] = {
     "cluster": {"efa_devices": 4, "nick": "yes", "none": None, "empty": {}},

@@ -1,4 +1,4 @@
-"""Compiling one config or a sweep (nsysgen/build.py), its units called directly: the sweep
+"""Compiling one config or a sweep (nsysgen/drivers/build.py), its units called directly: the sweep
 root's name merged from its points' job names, the natural order and text of the sweep index,
 the checks on an index read back, and the message of a sweep with invalid points.
 tests/config/test_sweep.py compiles whole sweeps through the CLI."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen import __version__
-from nsysgen.build import (
+from nsysgen.drivers.build import (
     InvalidSweep,
     merged_name,
     natural_key,
@@ -87,7 +87,7 @@ def test_a_point_job_name_is_one_every_target_accepts() -> None:
     """Kubernetes job names are DNS-1035 labels: a sweep point's job name holds no `_` or `.`
     (an EKS sweep was refused at every point: "'fsdp-p5-eks_first-step-10' is not a TrainJob
     name")."""
-    from nsysgen.build import point_job_name
+    from nsysgen.drivers.build import point_job_name
 
     assert point_job_name("fsdp-p5-eks", "first-step-10") == "fsdp-p5-eks-first-step-10"
     assert point_job_name("j", "delay-1.5_duration-30") == "j-delay-1-5-duration-30"

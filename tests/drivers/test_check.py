@@ -1,6 +1,6 @@
-"""`nsysgen check` (nsysgen/check.py), its units called directly: the regenerate command for a
-folder (from here, from the directory it was compiled in, for a sweep point), each finding's
-text, the summary line, and a sweep point compiled from other overrides.
+"""`nsysgen check` (nsysgen/drivers/check.py), its units called directly: the regenerate command
+for a folder (from here, from the directory it was compiled in, for a sweep point), each
+finding's text, the summary line, and a sweep point compiled from other overrides.
 tests/output/test_write_and_check.py runs whole checks through the CLI."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.build import POINT_COMMAND, SWEEP_INDEX
-from nsysgen.check import (
+from nsysgen.drivers.build import POINT_COMMAND, SWEEP_INDEX
+from nsysgen.drivers.check import (
     CheckReport,
     Drift,
     _other_overrides,

@@ -1,7 +1,7 @@
-"""The output root's shared files (nsysgen/check_shared.py): one copy of the step helper, its
-site hook and its ConfigMap above every folder and sweep point, found by the jobs there, proven
-current by `check`, and removed by `regenerate` once no folder needs it (issue 49 item 4). A
-file of the user's at the root is never taken for nsysgen's."""
+"""The output root's shared files (nsysgen/drivers/check_shared.py): one copy of the step helper,
+its site hook and its ConfigMap above every folder and sweep point, found by the jobs there,
+proven current by `check`, and removed by `regenerate` once no folder needs it (issue 49 item
+4). A file of the user's at the root is never taken for nsysgen's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from nsysgen import check_shared
+from nsysgen.drivers import check_shared
 from nsysgen.output.render import RenderedFile
 from nsysgen.output.shared import VERIFIER, write_shared
 from tests.conftest import RunCli

@@ -1,4 +1,4 @@
-"""The compile pipeline (nsysgen/pipeline.py), called on composed configs: the regenerate
+"""The compile pipeline (nsysgen/drivers/pipeline.py), called on composed configs: the regenerate
 command it records, a lint raised to an error stops the compile (or is returned, for `plan`),
 a severity for an unknown lint ID is an input error, an issue on a derived value names what it
 comes from, and the manifest keeps the working directory only when paths depend on it."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nsysgen.config.compose import Composed, Composer
+from nsysgen.drivers.pipeline import _with_origins, build_config, compile_config, regenerate_command
 from nsysgen.errors import InvalidConfig, Issue
-from nsysgen.pipeline import _with_origins, build_config, compile_config, regenerate_command
 
 # NSG024 warns: the node's launcher is wrapped, and two of its eight ranks are named.
 WINDOW = ["workload=fsdp", "capture=window", "capture.ranks=[0,1]"]

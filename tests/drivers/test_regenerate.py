@@ -1,6 +1,6 @@
-"""`nsysgen regenerate` (nsysgen/regenerate.py), called directly: a folder with a file removed
-is rewritten and the file named, a folder whose manifest cannot be read is counted as not
-compilable (and the shared verifier still restored), an empty or missing output_dir.
+"""`nsysgen regenerate` (nsysgen/drivers/regenerate.py), called directly: a folder with a file
+removed is rewritten and the file named, a folder whose manifest cannot be read is counted as
+not compilable (and the shared verifier still restored), an empty or missing output_dir.
 tests/output/test_write_and_check.py covers changed inputs and hand edits through the CLI."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.drivers.regenerate import RegenerateReport, regenerate_output, render
 from nsysgen.errors import NsysgenError
 from nsysgen.output.manifest import MANIFEST_NAME
-from nsysgen.regenerate import RegenerateReport, regenerate_output, render
 from tests.conftest import RunCli
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from nsysgen.build import SWEEP_INDEX
+from nsysgen.drivers.build import SWEEP_INDEX
 from nsysgen.output.manifest import MANIFEST_NAME
 from nsysgen.output.render import SHARED_HEADER, RenderedFile
 from nsysgen.output.shared import State, needed, shared_state

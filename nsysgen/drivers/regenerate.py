@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsysgen import check_shared
-from nsysgen.check import Composers, Drift, changed_inputs, check_folder, recompile
+from nsysgen.drivers import check_shared
+from nsysgen.drivers.check import Composers, Drift, changed_inputs, check_folder, recompile
 from nsysgen.errors import NsysgenError
 from nsysgen.output.manifest import MANIFEST_NAME
 from nsysgen.output.render import RenderedFile

@@ -16,11 +16,11 @@ from typing import Any
 from nsysgen import __version__
 from nsysgen.config.compose import Composed, Composer
 from nsysgen.config.sweep import expand
+from nsysgen.drivers.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.errors import ComposeError, InvalidConfig, NsysgenError
 from nsysgen.output.manifest import TamperedFile, is_safe_relative, load_json
 from nsysgen.output.shared import write_shared
 from nsysgen.output.write import FileStatus, OutputError, output_lock, remove_folder, write_folder
-from nsysgen.pipeline import Compiled, compile_config, regenerate_command
 from nsysgen.profile.lints import Finding
 
 SWEEP_INDEX = "nsysgen-sweep.json"
