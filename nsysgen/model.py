@@ -261,16 +261,20 @@ def from_dict(
     data: dict[str, Any],
     workload_settings: Mapping[str, Callable[[Block], WorkloadSettings]],
     target_settings: Mapping[str, Callable[[Block], TargetSettings]],
+    auto_windows: Mapping[str, tuple[int, int]] | None = None,
 ) -> Config:
     """Convert a schema-valid composed config into typed objects. The `workload.<kind>` and
-    `target` blocks are typed by their registries' parsers, which the pipeline passes in."""
+    `target` blocks are typed by their registries' parsers, and `auto` capture windows are
+    each workload's, which the pipeline passes in."""
     workload, target = data["workload"], data["target"]
     return Config(
         cluster=cluster_from(data["cluster"]),
         workload=workload_from(
             workload, workload_settings[workload["kind"]](workload[workload["kind"]])
         ),
-        capture=capture_from(data["capture"], workload["kind"]),
+        capture=capture_from(
+            data["capture"], (auto_windows or {}).get(workload["kind"], AUTO_WINDOW_TRAINING)
+        ),
         target=TargetConfig(name=target["name"], settings=target_settings[target["name"]](target)),
         nsight=nsight_from(data["nsight"]),
         job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
@@ -327,19 +331,18 @@ def workload_from(w: Block, settings: WorkloadSettings) -> Workload:
     )
 
 
-# capture.delay/duration `auto`, per workload kind: nccl-tests run for seconds, so their window
-# opens at once and lasts to their end; training skips its start-up and records a minute.
-AUTO_WINDOW: dict[str, tuple[int, int]] = {"nccl": (2, 0)}
+# capture.delay/duration `auto` where the workload says nothing else (its plug-in's
+# auto_window, which the pipeline passes in): training skips its start-up and records a minute.
 AUTO_WINDOW_TRAINING = (30, 60)
 
 
-def _window_value(value: Any, kind: str, index: int) -> int | None:
+def _window_value(value: Any, auto: tuple[int, int], index: int) -> int | None:
     if value != "auto":
         return value  # type: ignore[no-any-return]
-    return AUTO_WINDOW.get(kind, AUTO_WINDOW_TRAINING)[index]
+    return auto[index]
 
 
-def capture_from(cap: Block, kind: str = "") -> Capture:
+def capture_from(cap: Block, auto: tuple[int, int] = AUTO_WINDOW_TRAINING) -> Capture:
     ranks = cap["ranks"]
     return Capture(
         mode=cap["mode"],
@@ -354,8 +357,8 @@ def capture_from(cap: Block, kind: str = "") -> Capture:
         recipes=cap["recipes"] if cap["recipes"] == "auto" else tuple(cap["recipes"]),
         pace_kernels=tuple(cap["pace_kernels"]),
         extra_args=tuple(cap["extra_args"]),
-        delay=_window_value(cap.get("delay"), kind, 0),
-        duration=_window_value(cap.get("duration"), kind, 1),
+        delay=_window_value(cap.get("delay"), auto, 0),
+        duration=_window_value(cap.get("duration"), auto, 1),
         first_step=cap.get("first_step"),
         last_step=cap.get("last_step"),
         step_method=cap.get("step_method"),

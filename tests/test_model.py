@@ -20,6 +20,7 @@ from nsysgen.model import (
     settings_as,
     typed_block,
 )
+from nsysgen.profile.workloads.registry import WORKLOADS
 
 
 @pytest.fixture(scope="module")
@@ -50,21 +51,21 @@ def test_settings_read_as_another_plug_ins_type_are_refused() -> None:
 def test_auto_windows_depend_on_the_workload_kind(data: dict[str, Any]) -> None:
     block = data["capture"]
     assert (block["delay"], block["duration"]) == ("auto", "auto")
-    nccl = capture_from(block, "nccl")
+    nccl = capture_from(block, WORKLOADS["nccl"].auto_window)
     assert (nccl.delay, nccl.duration, nccl.delay_s) == (2, 0, 2)
-    training = capture_from(block, "fsdp")
+    training = capture_from(block, WORKLOADS["fsdp"].auto_window)
     assert (training.delay, training.duration) == AUTO_WINDOW_TRAINING == (30, 60)
-    steps = capture_from({**block, "delay": None, "duration": 5}, "fsdp")
+    steps = capture_from({**block, "delay": None, "duration": 5})
     assert (steps.delay, steps.duration, steps.delay_s) == (None, 5, 0)
 
 
 def test_capture_paths_and_lists(data: dict[str, Any]) -> None:
     block = {**data["capture"], "report_dir": "/fsx/r//", "ranks": "all", "recipes": ["a"]}
-    capture = capture_from(block, "nccl")
+    capture = capture_from(block)
     assert capture.report_dir == "/fsx/r"
     assert capture.ranks == "all" and capture.recipes == ("a",)
     assert capture.trace == ("cuda", "nvtx") and capture.nccl_trace == ()
-    assert capture_from({**block, "report_dir": "/"}, "nccl").report_dir == "/"
+    assert capture_from({**block, "report_dir": "/"}).report_dir == "/"
 
 
 @pytest.mark.parametrize(

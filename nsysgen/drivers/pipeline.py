@@ -62,6 +62,7 @@ def typed(data: dict[str, Any]) -> model.Config:
         data,
         {kind: workload.settings for kind, workload in WORKLOADS.items()},
         {name: target.settings for name, target in TARGETS.items()},
+        {kind: workload.auto_window for kind, workload in WORKLOADS.items()},
     )
 
 

@@ -16,19 +16,13 @@ from dataclasses import dataclass
 
 from nsysgen.links import COLLECTIVE_LATENCY_S, bounding_link, bus_factor, spans_nodes
 from nsysgen.model import Config, settings_as
-from nsysgen.profile.workloads.nccl import NcclSettings
+from nsysgen.profile.workloads.nccl import NcclSettings, size_bytes
+from nsysgen.profile.workloads.registry import workload_kind
 
 WARMUP_ITERATIONS = 5  # nccl-tests' default -w
 EFFICIENCY = 0.8  # bus bandwidth reached, of the link's
 STARTUP_S = 5.0  # MPI/PMIx wire-up, CUDA context, NCCL communicator, for a small job
 STARTUP_PER_NODE_S = 0.01  # the wire-up grows with the job
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def size_bytes(text: str) -> int:
-    """nccl-tests' size syntax: a count with an optional K, M, G or T (powers of 1024)."""
-    unit = text[-1] if text[-1] in _UNITS else ""
-    return int(text.removesuffix(unit)) * _UNITS[unit]
 
 
 @dataclass(frozen=True)
@@ -66,7 +60,7 @@ def _bus_bandwidth(config: Config) -> tuple[float, str] | None:
 
 def estimate(config: Config) -> NcclRun | None:
     """The run's length, for an nccl-tests workload on a cluster with link figures."""
-    if config.workload.kind != "nccl":
+    if not workload_kind(config).runs_nccl_tests:
         return None
     bandwidth = _bus_bandwidth(config)
     if bandwidth is None:

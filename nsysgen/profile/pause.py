@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from nsysgen.model import Config
 from nsysgen.profile.estimate import gpus_per_report
+from nsysgen.profile.workloads.registry import workload_kind
 from nsysgen.units import human_seconds
 
 OPEN_S = 0.28  # the largest open pause measured without GPU metrics (median 0.20 s)
@@ -125,7 +126,7 @@ def collective_timeout(config: Config) -> tuple[int | None, str]:
     number = minutes(argument[1]) if argument is not None else None
     if number is not None:  # an unreadable value is a semantic error
         return number * 60, f"--distributed-timeout-minutes {number}"
-    if config.workload.kind == "nccl":
+    if workload_kind(config).runs_nccl_tests:
         return None, "nccl-tests have none: the other ranks only wait"
     return TORCH_DEFAULT_TIMEOUT_S, "torch's default for NCCL process groups"
 

@@ -10,12 +10,10 @@ from typing import Any
 import yaml
 
 from nsysgen.errors import Issue
-from nsysgen.model import Config, ScriptSettings, settings_as
+from nsysgen.model import Config, ScriptSettings
 from nsysgen.profile.cuda_trace import trace_values, traces_cuda
-from nsysgen.profile.nccl_run import size_bytes
 from nsysgen.profile.pause import minutes, timeout_argument
 from nsysgen.profile.workloads.command import CommandSettings
-from nsysgen.profile.workloads.nccl import NcclSettings
 from nsysgen.profile.workloads.registry import workload_kind
 from nsysgen.profile.workloads.steps import step_method
 from nsysgen.resources import CONF_DIR
@@ -258,17 +256,9 @@ def _extra_args_not_owned(config: Config) -> Iterator[Issue]:
             )
 
 
-def _nccl_sizes(config: Config) -> Iterator[Issue]:
-    if config.workload.kind != "nccl":
-        return
-    settings = settings_as(config.workload.settings, NcclSettings)
-    low, high = size_bytes(settings.min_bytes), size_bytes(settings.max_bytes)
-    if low > high:
-        yield Issue(
-            "workload.nccl.min_bytes",
-            f"{settings.min_bytes} is more than workload.nccl.max_bytes {settings.max_bytes}: "
-            "nccl-tests would run no size (allowed: min_bytes <= max_bytes)",
-        )
+def _workload_own(config: Config) -> Iterator[Issue]:
+    """The workload's own rules (its plug-in's checks)."""
+    yield from workload_kind(config).checks(config)
 
 
 def _timeout_readable(config: Config) -> Iterator[Issue]:
@@ -343,7 +333,7 @@ CHECKS: tuple[Check, ...] = (
     _known_to_version,
     _recipes_runnable,
     _extra_args_not_owned,
-    _nccl_sizes,
+    _workload_own,
     _switch_values_known,
     _timeout_readable,
 )

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.links import COLLECTIVE_LATENCY_S
-from nsysgen.profile.nccl_run import NcclRun, estimate, size_bytes
+from nsysgen.profile.nccl_run import NcclRun, estimate
+from nsysgen.profile.workloads.nccl import size_bytes
 from tests.profile.configs import config
 
 

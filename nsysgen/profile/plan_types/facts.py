@@ -104,6 +104,8 @@ class Program:
     site: bool = False
     # Extra files of the folder that go with the program (overrides, patch, helper).
     files: tuple[str, ...] = field(default=())
+    # It prints nccl-tests' result table into the job's log (the analysis job reads it).
+    nccl_tests_log: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,12 @@ EKS target runs torchrun jobs, and says so itself).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from nsysgen.model import Block, Config, Launch, WorkloadSettings
+from nsysgen.errors import Issue
+from nsysgen.model import AUTO_WINDOW_TRAINING, Block, Config, Launch, WorkloadSettings
 from nsysgen.output.render import ShellExpr
 from nsysgen.profile.plan_types import LaunchShell, Program, StepFacts, StepRanges
 
@@ -64,8 +66,20 @@ class Workload(Protocol):
         """How its reports show the steps when it opens the window itself (None: as
         step_ranges)."""
 
+    @property
+    def runs_nccl_tests(self) -> bool:
+        """Its program is nccl-tests: it times its own collectives and has no timeout to
+        weigh (its other ranks only wait)."""
+
+    @property
+    def auto_window(self) -> tuple[int, int]:
+        """capture.delay and capture.duration when they are `auto` (seconds)."""
+
     def settings(self, block: Block) -> WorkloadSettings:
         """The `workload.<kind>` block typed (a frozen dataclass of its own)."""
+
+    def checks(self, config: Config) -> Iterator[Issue]:
+        """Its own rules over a schema-valid config (semantic errors, each with its path)."""
 
     def program(self, config: Config, shell: LaunchShell, steps: StepFacts) -> Program:
         """The program as the target's launch starts it (`shell`: what it reads from the job)."""
@@ -84,6 +98,12 @@ class Defaults:
     step_methods: tuple[str, ...] = ()
     native: NativeWindow | None = None
     native_ranges: StepRanges | None = None
+    runs_nccl_tests = False
+    # Training: skip its start-up, record a minute.
+    auto_window: tuple[int, int] = AUTO_WINDOW_TRAINING
+
+    def checks(self, config: Config) -> Iterator[Issue]:
+        return iter(())
 
     def files(self, config: Config, steps: StepFacts) -> tuple[str, ...]:
         return steps.files

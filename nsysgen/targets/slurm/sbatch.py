@@ -135,6 +135,6 @@ def analyze_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "python": config.analysis.python,
             "nsys": config.nsys_path,
             "report_dir": config.capture.report_dir,
-            "nccl_tests": config.workload.kind == "nccl",
+            "nccl_tests": program(plan).nccl_tests_log,
         },
     )

@@ -4,7 +4,7 @@ iterations, one GPU a task, and no files or steps of its own."""
 from __future__ import annotations
 
 from nsysgen.profile.plan_types import LaunchShell, Program, StepFacts
-from nsysgen.profile.workloads.nccl import WORKLOAD, NcclSettings
+from nsysgen.profile.workloads.nccl import WORKLOAD, NcclSettings, size_bytes
 from tests.profile.configs import config
 
 SHELL = LaunchShell(nnodes="${N}", job_id="${J}", head_node="${H}")
@@ -35,8 +35,22 @@ def test_the_binary_and_its_arguments() -> None:
             "0",
             "-n",
             "20",
-        )
+        ),
+        nccl_tests_log=True,  # the analysis job reads its result table from the log
     )
+
+
+def test_its_capabilities_and_its_own_rule() -> None:
+    """What nsysgen asks of the plug-in instead of its name: it runs nccl-tests (no collective
+    timeout to weigh, its run's length estimated), its `auto` window, and its sizes' order."""
+    assert WORKLOAD.runs_nccl_tests and WORKLOAD.auto_window == (2, 0)
+    assert size_bytes("1M") == 1 << 20 and size_bytes("512") == 512
+    backwards = config("workload.nccl.min_bytes=1G", "workload.nccl.max_bytes=1M")
+    (issue,) = WORKLOAD.checks(backwards)
+    assert (
+        issue.path == "workload.nccl.min_bytes" and "nccl-tests would run no size" in issue.message
+    )
+    assert list(WORKLOAD.checks(config())) == []
 
 
 def test_no_files_no_steps_one_gpu_a_task() -> None:
