@@ -3,6 +3,7 @@ adding a workload is one new module and one registry line (and its config and sc
 
 from __future__ import annotations
 
+import ast
 import importlib
 
 from nsysgen.profile.workloads.registry import WORKLOADS
@@ -31,3 +32,26 @@ def test_a_default_step_method_is_one_the_workload_supports() -> None:
             assert workload.step_methods, name
         if workload.native is not None:
             assert "native" in workload.step_methods, name
+
+
+# Where a kind's name may still be compared, with why: the EKS target runs one torchrun per pod
+# and says itself which workload that is (its check runs before any plan exists).
+NAMED_BY = {"nsysgen/targets/eks/checks.py": {"fsdp"}}
+
+
+def test_no_module_outside_the_plug_ins_compares_a_kind_name() -> None:
+    """Workloads say what they can (runs_nccl_tests, auto_window, launches, checks): a module
+    that compared `workload.kind` with a name would be a second place for the workload."""
+    kinds = set(WORKLOADS)
+    compared: dict[str, set[str]] = {}
+    for path in sorted((REPO / "nsysgen").rglob("*.py")):
+        name = str(path.relative_to(REPO))
+        if name.startswith("nsysgen/profile/workloads/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                found = {s.value for s in sides if isinstance(s, ast.Constant)} & kinds
+                if found and "kind" in ast.unparse(node):
+                    compared.setdefault(name, set()).update(found)
+    assert compared == NAMED_BY
