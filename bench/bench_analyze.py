@@ -29,8 +29,8 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from nsysgen.analyze.cache import key_file, report_key
-from nsysgen.analyze.map import (
+from nsysgen.analyze.read.cache import key_file, report_key
+from nsysgen.analyze.read.map import (
     Progress,
     Task,
     Where,
@@ -39,7 +39,7 @@ from nsysgen.analyze.map import (
     plan_tasks,
     run_task,
 )
-from nsysgen.analyze.nccl import export_sqlite
+from nsysgen.analyze.read.nccl import export_sqlite
 
 
 def reset_peak_rss() -> None:

@@ -1,4 +1,4 @@
-"""One export's read (nsysgen.analyze.report.read_export: every table the analysis reads, the
+"""One export's read (nsysgen.analyze.read.report.read_export: every table the analysis reads, the
 per-step figures, the collectives' landmarks) by today's code and by another checkout's, in one
 run, alternating, best of N: the ratio a change of the reader costs, on the same files.
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 TIMER = """
 import sys, time
 from pathlib import Path
-from nsysgen.analyze.report import read_export
+from nsysgen.analyze.read.report import read_export
 paths = [Path(p) for p in sys.argv[1:]]
 start = time.perf_counter()
 for path in paths:

@@ -7,7 +7,7 @@
   figure is the sum of the skews between it and the earliest rank;
 - the sum (nsysgen's lateness before issue 46): over the step's collectives, how long the
   next-to-last rank's kernel waited for the last one;
-- the critical path (nsysgen/analyze/critical.py): the late rank's share of the step's path.
+- the critical path (nsysgen/analyze/judge/critical.py): the late rank's share of the step's path.
 
 Starts are taken from each rank's opening gate (the end of the previous step's last collective),
 so no clock is compared across hosts. Scenarios: bench/synth_ddp.py jobs with planted delays
@@ -31,10 +31,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import synth_ddp  # noqa: E402  (bench/synth_ddp.py)
 
-from nsysgen.analyze.ranks import assign_ranks  # noqa: E402
-from nsysgen.analyze.report import read_export  # noqa: E402
-from nsysgen.analyze.steps import RankTables, window_edges  # noqa: E402
-from nsysgen.analyze.stragglers import Thresholds, measure  # noqa: E402
+from nsysgen.analyze.judge.stragglers import Thresholds, measure  # noqa: E402
+from nsysgen.analyze.read.ranks import assign_ranks  # noqa: E402
+from nsysgen.analyze.read.report import read_export  # noqa: E402
+from nsysgen.analyze.read.steps import RankTables, window_edges  # noqa: E402
 
 STEPS17 = HERE.parent / "tests" / "data" / "gpu" / "steps17"
 JUDGED = range(9, 15)

@@ -1,7 +1,7 @@
 """What a cluster's links give a collective, in one place: nccl-tests' bus-bandwidth definition
 (its doc/PERFORMANCE.md), a collective's fixed latency, and the link that bounds a job. The
 nccl-tests run estimate (nsysgen/profile/nccl_run.py) and the analysis's fabric yardstick
-(nsysgen/analyze/fabric.py) both read them, so the plan and the report cannot disagree."""
+(nsysgen/analyze/judge/fabric.py) both read them, so the plan and the report cannot disagree."""
 
 from __future__ import annotations
 

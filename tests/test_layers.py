@@ -75,7 +75,7 @@ def test_one_module_of_the_analysis_opens_an_export() -> None:
         for module, path in known.items()
         if module.startswith(ANALYZE) and "sqlite3.connect(" in path.read_text(encoding="utf-8")
     }
-    assert opening == {"nsysgen.analyze.report"}
+    assert opening == {"nsysgen.analyze.read.report"}
 
 
 # The one module of nsysgen/profile/ a target may import: the plan's types (a package). Targets
@@ -109,5 +109,27 @@ def test_the_plan_types_derive_nothing() -> None:
         if _is(module, PLAN_TYPES)
         for other in imports(path, known)
         if _is(other, "nsysgen.profile") and not _is(other, PLAN_TYPES)
+    ]
+    assert not wrong
+
+
+# The analysis in stages, bottom to top: read/ (each report), judge/ (the answers), render/
+# (what people read), then the orchestration at analyze/'s top. errors.py is below them all.
+STAGES = ("errors", "read", "judge", "render")
+
+
+def test_the_analysis_stages_import_only_downwards() -> None:
+    known = modules()
+
+    def stage(module: str) -> int:
+        part = module.removeprefix(ANALYZE + ".").split(".")[0]
+        return STAGES.index(part) if part in STAGES else len(STAGES)
+
+    wrong = [
+        f"{module} imports {other}"
+        for module, path in known.items()
+        if module.startswith(ANALYZE + ".")
+        for other in imports(path, known)
+        if other.startswith(ANALYZE + ".") and stage(other) > stage(module)
     ]
     assert not wrong

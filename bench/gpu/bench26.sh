@@ -60,9 +60,9 @@ import importlib.util, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 from nsysgen.reports.export import export_switches
 from concurrent.futures import ThreadPoolExecutor
-from nsysgen.analyze import map as analyze_map
-from nsysgen.analyze.map import Progress, Where, map_reports, plan_tasks
-from nsysgen.analyze.report import read_export
+from nsysgen.analyze.read import map as analyze_map
+from nsysgen.analyze.read.map import Progress, Where, map_reports, plan_tasks
+from nsysgen.analyze.read.report import read_export
 
 work, nsys = Path(sys.argv[1]), sys.argv[2]
 reports = sorted((work / "reports").glob("*.nsys-rep"))

@@ -23,8 +23,8 @@ python3 - "$work" "$NSYS" > "$OUT/export-path.json" <<'PY'
 import json, shutil, sqlite3, subprocess, sys
 from pathlib import Path
 sys.path.insert(0, ".")
-from nsysgen.analyze import nccl
-from nsysgen.analyze.report import read_export
+from nsysgen.analyze.read import nccl
+from nsysgen.analyze.read.report import read_export
 from nsysgen.reports.export import export_switches
 from nsysgen.shipped.verify import tools as verify
 

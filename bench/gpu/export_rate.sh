@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU machine (nsys 2025.3.1): how fast `nsys export --type sqlite` reads reports of several sizes,
-# and how fast nsysgen's analysis reduces each export (nsysgen.analyze.map.run_task, standard
+# and how fast nsysgen's analysis reduces each export (nsysgen.analyze.read.map.run_task, standard
 # library only, run from the carried checkout), for the analysis-time estimate that `nsysgen
 # plan` shows (nsysgen/profile/analysis_job.py).
 # A torch loop of small kernels (a launch-bound training step's shape) is profiled for 2, 8 and
@@ -31,7 +31,7 @@ for seconds in ${RUN_SECONDS:-2 8 24}; do
   line=$(PYTHONPATH=$repo python3 - "$nsys" "r$seconds" "$seconds" <<'PY'
 import json, os, sqlite3, subprocess, sys, time
 from pathlib import Path
-from nsysgen.analyze.map import Task, run_task
+from nsysgen.analyze.read.map import Task, run_task
 nsys, name, seconds = sys.argv[1:]
 start = time.perf_counter()
 subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",

@@ -76,7 +76,7 @@ EXPECTED: dict[str, list[tuple[int, str, list[int] | None]]] = {
 RECIPE_JOB = "slow"
 RECIPES = ("nccl_sum", "cuda_gpu_kern_sum", "nvtx_gpu_proj_sum")
 STATS = ("cuda_gpu_kern_sum", "nvtx_gpu_proj_sum")
-# The tables and columns nsysgen's analysis reads (nsysgen/analyze/report.py), as
+# The tables and columns nsysgen's analysis reads (nsysgen/analyze/read/report.py), as
 # kept in tests/data/gpu/steps17. None: every column.
 KEEP: dict[str, list[str] | None] = {
     "StringIds": ["id", "value"],
@@ -93,7 +93,7 @@ KEEP: dict[str, list[str] | None] = {
     "CUPTI_ACTIVITY_KIND_MEMSET": [
         "start", "end", "deviceId", "streamId", "correlationId", "globalPid",
     ],
-    # The stream waits and the event records they name (nsysgen/analyze/events.py).
+    # The stream waits and the event records they name (nsysgen/analyze/read/events.py).
     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": [
         "start", "end", "streamId", "correlationId", "globalPid", "syncType", "eventId",
         "eventSyncId",
@@ -225,7 +225,8 @@ def analysis() -> Any:
     library only), or None where it does not import."""
     sys.path.insert(0, os.environ.get("X2_REPO", str(Path.cwd())))
     try:
-        from nsysgen.analyze import late_ranks, ranks, report, stragglers
+        from nsysgen.analyze.judge import late_ranks, stragglers
+        from nsysgen.analyze.read import ranks, report
 
         return ranks, stragglers, report, late_ranks
     except ImportError as error:
@@ -317,7 +318,7 @@ def reduce_job(job: str, found: dict[Path, Path | None], exports: Path, modules:
     except Exception as error:  # noqa: BLE001 - a finding, not a reason to stop
         analysed = {"error": repr(error)}
     entry["device_analysis"] = analysed
-    # Neither edge of the window is judged (nsysgen/analyze/stragglers.py: the pauses as the
+    # Neither edge of the window is judged (nsysgen/analyze/judge/stragglers.py: the pauses as the
     # capture opens and closes).
     problems = judge(job, analysed.get("stragglers", []), list(range(FIRST + 1, LAST)))
     entry["device_check"] = problems or "planted stragglers named, nothing else"

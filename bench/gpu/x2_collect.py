@@ -7,7 +7,7 @@ FILES_AT is the folder the device tool put $OUT's files in (x2.json, x2-exports.
 x2-stats.tar.gz, ablation-launch-nccl.json). Writes:
 
 (a) tests/data/gpu/nccl17/: each trimmed export xz-compressed (<report>.sqlite.xz, a few hundred
-    kB each; tests/analyze/test_steps_nccl.py decompresses them), nsys stats CSVs (nsys-stats/)
+    kB each; tests/analyze/read/test_steps_nccl.py decompresses them), nsys stats CSVs (nsys-stats/)
     and the CSVs of nsys's recipes (recipes/<recipe>/);
 (b) bench/gpu/results/x2-DATE.json: the device's facts (x2.json), `nsysgen analyze` over each
     job (stragglers, per-rank medians, whether they are the planted ones), its agreement with nsys

@@ -6,9 +6,11 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from nsysgen.analyze import console, outdir, runs, steps_cli
+from nsysgen.analyze import outdir, steps_cli
 from nsysgen.analyze import record as analyze_record
-from nsysgen.analyze.map import (
+from nsysgen.analyze.errors import AnalyzeError
+from nsysgen.analyze.read import runs
+from nsysgen.analyze.read.map import (
     Progress,
     Task,
     Where,
@@ -16,14 +18,14 @@ from nsysgen.analyze.map import (
     plan_tasks,
     result_key,
 )
-from nsysgen.analyze.nccl import (
-    AnalyzeError,
+from nsysgen.analyze.read.nccl import (
     parse_nccl_tests_log,
 )
-from nsysgen.analyze.plot import preload as preload_matplotlib
-from nsysgen.analyze.plot import require_matplotlib
+from nsysgen.analyze.read.runs import Run
 from nsysgen.analyze.reduce import reduce
-from nsysgen.analyze.runs import Run
+from nsysgen.analyze.render import console
+from nsysgen.analyze.render.plot import preload as preload_matplotlib
+from nsysgen.analyze.render.plot import require_matplotlib
 from nsysgen.errors import EXIT_INVALID, close_flags
 from nsysgen.textwidth import wrap
 

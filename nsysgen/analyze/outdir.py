@@ -21,9 +21,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from nsysgen.analyze.nccl import AnalyzeError
-from nsysgen.analyze.plot import Plots
+from nsysgen.analyze.errors import AnalyzeError
 from nsysgen.analyze.record import RECORD
+from nsysgen.analyze.render.plot import Plots
 from nsysgen.folders import swap_in
 
 STAGING = ".nsysgen-analysis-staging"

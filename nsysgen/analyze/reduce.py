@@ -1,5 +1,5 @@
 """The reduce step of `nsysgen analyze`: every report's reduced tables (the map step's results,
-nsysgen/analyze/map.py) to the answers across ranks: NCCL calls by message size (CSVs, one
+nsysgen/analyze/read/map.py) to the answers across ranks: NCCL calls by message size (CSVs, one
 picture per operation), per rank x step figures, stragglers, summary.json and its pictures,
 and the `--baseline` gate. It writes files and returns what it found; it prints nothing (the
 CLI prints the outcome, and the run record stores it)."""
@@ -10,20 +10,23 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from nsysgen.analyze import expected, html_report, views
-from nsysgen.analyze.fabric import Fabric
-from nsysgen.analyze.late_ranks import find
-from nsysgen.analyze.nccl import AnalyzeError, human_size, summarise, write_csvs
-from nsysgen.analyze.plot import Plots, plot_op
-from nsysgen.analyze.ranks import RankCollision, assign_ranks, comparable
-from nsysgen.analyze.regress import compare, comparison, load
-from nsysgen.analyze.report import Reduced
-from nsysgen.analyze.safe import op_file
-from nsysgen.analyze.steps import RankTables
-from nsysgen.analyze.steps_plot import draw_all
-from nsysgen.analyze.stragglers import Thresholds, measure
-from nsysgen.analyze.summary import Summary, build
-from nsysgen.analyze.summary_files import write
+from nsysgen.analyze.errors import AnalyzeError
+from nsysgen.analyze.judge import naming
+from nsysgen.analyze.judge.fabric import Fabric
+from nsysgen.analyze.judge.late_ranks import find
+from nsysgen.analyze.judge.regress import compare, comparison, load
+from nsysgen.analyze.judge.stragglers import Thresholds, measure
+from nsysgen.analyze.judge.summary import Summary, build
+from nsysgen.analyze.read import expected
+from nsysgen.analyze.read.nccl import human_size, summarise, write_csvs
+from nsysgen.analyze.read.ranks import RankCollision, assign_ranks, comparable
+from nsysgen.analyze.read.report import Reduced
+from nsysgen.analyze.read.safe import op_file
+from nsysgen.analyze.read.steps import RankTables
+from nsysgen.analyze.render import html_report
+from nsysgen.analyze.render.plot import Plots, plot_op
+from nsysgen.analyze.render.steps_plot import draw_all
+from nsysgen.analyze.render.summary_files import write
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
 
 
@@ -70,7 +73,7 @@ def _against_contract(
         return {}, [found]
     limits = []
     if found.unexpected:
-        shown = views.ranks_text(found.unexpected, total=len(found.unexpected))
+        shown = naming.ranks_text(found.unexpected, total=len(found.unexpected))
         limits.append(f"{shown}: reports the run contract ({contract}) does not expect")
     return dict.fromkeys(found.missing, expected.NO_REPORT), limits
 
@@ -162,7 +165,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     for s in stragglers:
         lines.append(
             f"straggler: rank {s['rank']} ({s['kind']}) late on "
-            f"step{'s' if len(s['steps']) > 1 else ''} {views.steps_text(s['steps'])} "
+            f"step{'s' if len(s['steps']) > 1 else ''} {naming.steps_text(s['steps'])} "
             f"by {s['mean_lateness_ms']:.1f} ms on average"
         )
     if stepped and not stragglers:

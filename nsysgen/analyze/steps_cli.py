@@ -7,10 +7,11 @@ import argparse
 import math
 from pathlib import Path
 
-from nsysgen.analyze import expected, fabric
-from nsysgen.analyze.nccl import AnalyzeError
+from nsysgen.analyze.errors import AnalyzeError
+from nsysgen.analyze.judge import fabric
+from nsysgen.analyze.judge.regress import load
+from nsysgen.analyze.read import expected
 from nsysgen.analyze.reduce import Options
-from nsysgen.analyze.regress import load
 
 
 def _positive(text: str) -> float:

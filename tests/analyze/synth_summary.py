@@ -1,5 +1,5 @@
 """summary.json content of a job of many ranks with a planted straggler and a planted slow
-message size, shaped as `nsysgen analyze` writes it (nsysgen/analyze/summary.py), for the
+message size, shaped as `nsysgen analyze` writes it (nsysgen/analyze/judge/summary.py), for the
 report's views at a scale no test machine records: 1,024 ranks x 20 steps.
 
 Rank `late` arrives last at the collectives of most judged steps by `late_ms`: the others wait
@@ -34,7 +34,7 @@ def _step(step: int, rng: random.Random, late: float, wait: float, edge: str | N
         "wait_ms": round(wait, 4),
         "late_ms": round(late, 4),
         "window_edge": edge,
-        # The split of issue 39 (nsysgen/analyze/waiting.py): the parts add up to step_ms.
+        # The split of issue 39 (nsysgen/analyze/judge/waiting.py): the parts add up to step_ms.
         "comm_wait_ms": round(wait, 4),
         "comm_transfer_ms": round(comm, 4),
         "host_gap_ms": 0.0,

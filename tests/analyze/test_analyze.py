@@ -79,7 +79,8 @@ def test_plot_is_a_png_per_operation(analysed: Analysed) -> None:
 
 
 def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
-    from nsysgen.analyze.nccl import AnalyzeError, parse_nccl_tests_log
+    from nsysgen.analyze.errors import AnalyzeError
+    from nsysgen.analyze.read.nccl import parse_nccl_tests_log
 
     log = tmp_path / "log"
     log.write_text(NCCL_TESTS_LOG)
@@ -184,7 +185,7 @@ def test_sizes_from_nccls_own_payload_match_every_call(tmp_path: Path, run_cli: 
 def test_payload_decoding_rejects_what_it_does_not_understand() -> None:
     import struct
 
-    from nsysgen.analyze.nccl import _payload_size
+    from nsysgen.analyze.read.nccl import _payload_size
 
     blob = struct.pack("<QQQQ", 1, 77, 24, 32) + struct.pack("<QQQ", 5, 4096, 0)
     assert _payload_size(blob, {77: 8}) == 4096

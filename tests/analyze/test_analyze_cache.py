@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from nsysgen.analyze import cache as cache_module
-from nsysgen.analyze import map as analyze_map
-from nsysgen.analyze import plot as analyze_plot
 from nsysgen.analyze import record as analyze_record
-from nsysgen.analyze import steps_plot as analyze_steps_plot
-from nsysgen.analyze.cache import reduced_file
-from nsysgen.analyze.map import Task
+from nsysgen.analyze.read import cache as cache_module
+from nsysgen.analyze.read import map as analyze_map
+from nsysgen.analyze.read.cache import reduced_file
+from nsysgen.analyze.read.map import Task
+from nsysgen.analyze.read.report import Reduced
 from nsysgen.analyze.reduce import Outcome, reduce
-from nsysgen.analyze.report import Reduced
+from nsysgen.analyze.render import plot as analyze_plot
+from nsysgen.analyze.render import steps_plot as analyze_steps_plot
 from tests.analyze.test_analyze import GPU_SQLITE, fake_nsys
 from tests.conftest import REPO, RunCli
 

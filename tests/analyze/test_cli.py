@@ -14,7 +14,7 @@ import pytest
 
 from nsysgen.analyze import record
 from nsysgen.analyze.cli import _parser, run_analyze, unknown_flag
-from nsysgen.analyze.nccl import AnalyzeError
+from nsysgen.analyze.errors import AnalyzeError
 
 
 def export(path: Path) -> Path:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.analyze.report import read_export
-from nsysgen.analyze.summary import cuda_graphs
+from nsysgen.analyze.judge.summary import cuda_graphs
+from nsysgen.analyze.read.report import read_export
 from tests.conftest import REPO
 
 GRAPHS = REPO / "tests/data/gpu/cuda-graphs/graph_compile_job3401_rank0_node0_gpunode1.sqlite.xz"

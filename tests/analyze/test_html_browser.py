@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.analyze.html_report import render
+from nsysgen.analyze.render.html_report import render
 from scripts import browser
 from tests.analyze.synth_summary import summary as synthetic
 from tests.bench.synth import analyze, planted_job

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.analyze import html_sections, steps_plot
-from nsysgen.analyze.ranks import NO_GATE, NO_RANGE
+from nsysgen.analyze.read.ranks import NO_GATE, NO_RANGE
+from nsysgen.analyze.render import html_sections, steps_plot
 from tests.conftest import REPO, RunCli
 
 STEPS17 = REPO / "tests" / "data" / "gpu" / "steps17"
@@ -51,7 +51,7 @@ def test_a_rank_without_kernels_is_not_judged_and_never_on_time(
 ) -> None:
     """Rank 1's kernel table dropped: its lateness cannot be measured, so it is named, and the
     verdict is about the others only. (These runs use gloo: no NCCL kernels anywhere; a rank
-    short of the others' NCCL kernels: tests/analyze/test_ranks.py.)"""
+    short of the others' NCCL kernels: tests/analyze/read/test_ranks.py.)"""
     folder = slow_run(tmp_path / "r")
     drop(folder / "s17-slow_job2_rank1.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
     why = "its report holds no CUDA kernels"

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from nsysgen.analyze import steps_plot, views
-from nsysgen.analyze.fabric import NO_FABRIC
-from nsysgen.analyze.nccl import NcclCall
-from nsysgen.analyze.plot import durations_figure
-from nsysgen.analyze.summary import Summary
+from nsysgen.analyze.judge.fabric import NO_FABRIC
+from nsysgen.analyze.judge.summary import Summary
+from nsysgen.analyze.read.nccl import NcclCall
+from nsysgen.analyze.render import steps_plot, views
+from nsysgen.analyze.render.plot import durations_figure
 from tests.analyze.synth_summary import summary as synthetic
 from tests.conftest import REPO, RunCli
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.analyze import summary_files
-from nsysgen.analyze.late_ranks import find
-from nsysgen.analyze.ranks import assign_ranks
+from nsysgen.analyze.judge.late_ranks import find
+from nsysgen.analyze.judge.regress import load
+from nsysgen.analyze.judge.stragglers import Thresholds, measure
+from nsysgen.analyze.judge.summary import build
+from nsysgen.analyze.read.ranks import assign_ranks
+from nsysgen.analyze.read.report import Reduced, read_export
 from nsysgen.analyze.reduce import Options, _compare, reduce
-from nsysgen.analyze.regress import load
-from nsysgen.analyze.report import Reduced, read_export
-from nsysgen.analyze.stragglers import Thresholds, measure
-from nsysgen.analyze.summary import build
+from nsysgen.analyze.render import summary_files
 from nsysgen.errors import EXIT_DRIFT, EXIT_OK
 from tests.conftest import REPO
 

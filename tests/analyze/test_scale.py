@@ -206,7 +206,7 @@ def test_dask_results_are_identical_to_the_single_process_path(
 def test_on_a_local_cluster_every_report_is_exported_once_some_while_it_starts(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
-    """The exports this process makes while the cluster starts (nsysgen/analyze/head_start.py)
+    """The exports this process makes while the cluster starts (nsysgen/analyze/read/head_start.py)
     are read by the workers, not made again, and the results are the single process's."""
     log = tmp_path / "nsys.log"
     tool = fake_nsys(tmp_path, tmp_path / "fake.log")

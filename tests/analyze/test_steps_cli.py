@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze import steps_cli
-from nsysgen.analyze.nccl import AnalyzeError
+from nsysgen.analyze.errors import AnalyzeError
 from nsysgen.analyze.reduce import Options
 from tests.conftest import REPO
 

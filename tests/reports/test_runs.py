@@ -1,5 +1,5 @@
-"""The one rule for which run of a report folder is read (nsysgen/reports/runs.py), as both
-`nsysgen analyze` and the verifier apply it (tests/analyze/test_runs.py holds the two to it)."""
+"""The one rule for which run of a report folder is read (nsysgen/reports/runs.py), as both `nsysgen
+analyze` and the verifier apply it (tests/analyze/read/test_runs.py holds the two to it)."""
 
 from __future__ import annotations
 

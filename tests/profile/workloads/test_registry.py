@@ -51,7 +51,7 @@ def test_no_module_outside_the_plug_ins_compares_a_kind_name() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]
-                found = {s.value for s in sides if isinstance(s, ast.Constant)} & kinds
+                found = {str(s.value) for s in sides if isinstance(s, ast.Constant)} & kinds
                 if found and "kind" in ast.unparse(node):
                     compared.setdefault(name, set()).update(found)
     assert compared == NAMED_BY

@@ -342,7 +342,7 @@ def export_path(report: Path) -> Path:
 
 def is_current(report: Path, export: Path) -> bool:
     """An export no older than its report: made from it (nsysgen analyze keys its own exports
-    more strictly, nsysgen/analyze/cache.py, and falls back to this rule for others)."""
+    more strictly, nsysgen/analyze/read/cache.py, and falls back to this rule for others)."""
     return export.is_file() and export.stat().st_mtime >= report.stat().st_mtime
 
 
