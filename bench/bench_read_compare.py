@@ -22,7 +22,10 @@ REPO = Path(__file__).resolve().parent.parent
 TIMER = """
 import sys, time
 from pathlib import Path
-from nsysgen.analyze.read.report import read_export
+try:
+    from nsysgen.analyze.read.report import read_export
+except ImportError:  # a checkout from before analyze/ was in stages
+    from nsysgen.analyze.report import read_export
 paths = [Path(p) for p in sys.argv[1:]]
 start = time.perf_counter()
 for path in paths:
