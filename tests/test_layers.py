@@ -133,3 +133,17 @@ def test_the_analysis_stages_import_only_downwards() -> None:
         if other.startswith(ANALYZE + ".") and stage(other) > stage(module)
     ]
     assert not wrong
+
+
+def test_contributing_walks_a_report_through_every_analysis_module_once() -> None:
+    """CONTRIBUTING.md's walk of one report through `nsysgen analyze` names each module of
+    nsysgen/analyze/ exactly once: a new module is placed in the walk, a gone one leaves it."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    walk = text[text.index("## One report through") : text.index("## One module, one job")]
+    folder = REPO / "nsysgen" / "analyze"
+    named = {
+        str(p.relative_to(folder)): walk.count(f"`{p.relative_to(folder)}`")
+        for p in folder.rglob("*.py")
+        if p.name != "__init__.py"
+    }
+    assert {m: n for m, n in named.items() if n != 1} == {}
