@@ -9,7 +9,7 @@ import ast
 import sys
 from graphlib import CycleError, TopologicalSorter
 
-from scripts.layer_rules import ANALYZE, imports, may_import, modules, rank
+from scripts.layer_rules import ANALYZE, REPO, imports, may_import, modules, rank
 
 
 def test_each_layer_imports_only_itself_and_below() -> None:
