@@ -339,6 +339,9 @@ class Numbering:
         # The counters at each optimizer step: all of them while learning, then the step's own.
         self.readings: list[tuple[int | None, ...]] = []
         self.count = 0  # optimizer steps seen
+        self.offset = 0  # optimizer steps before `order` began (learning begun again)
+        # The counters' judgement when learning began again: a recheck starts from it.
+        self.kept: tuple[list[str], list[int | None], list[int]] | None = None
         self.steps = 0  # training steps ended
         self.base: int | None = None  # the optimizer's own step count at the first step
         self.failed = ["" for _ in counters]  # per counter: why it does not count steps
@@ -349,12 +352,14 @@ class Numbering:
     def add(self, optimizer: int, readings: tuple[int | None, ...]) -> bool:
         """One optimizer step; True when it ends a training step."""
         self.count += 1
+        if self.frozen and self.fixed is None and optimizer not in self.first:
+            self._again()
         self.readings.append(readings)
         if not self.frozen:
             self._learn(optimizer)
         per_step = self.per_step
         begun, base = self.phase
-        done = self.count - begun  # optimizer steps in the latest phase
+        done = self.count - self.offset - begun  # optimizer steps in the latest phase
         if per_step is None or done % per_step:
             return False
         if self.steps < base + done // per_step:  # not judged already by a new cycle's recheck
@@ -370,7 +375,7 @@ class Numbering:
         order = self.order
         if learned is None or (len(order) > learned and order[-1] != order[-1 - learned]):
             learned = self._cycle()
-        if self.count >= LEARN_LIMIT:
+        if self.count - self.offset >= LEARN_LIMIT:
             self.frozen, self.order = True, []
             if learned is None:
                 learned, self.irregular = 1, True
@@ -380,6 +385,16 @@ class Numbering:
         if self.frozen and learned is not None:
             # From here on only the step under way is judged: keep the last step's readings.
             self.readings = self.readings[-learned:]
+
+    def _again(self) -> None:
+        """An optimizer never seen steps after learning stopped (a phase made after LEARN_LIMIT
+        optimizer steps): learn again from here, the steps ended so far kept, so that a phase
+        of another cycle (one optimizer after a GAN's two) is counted by its own."""
+        self.offset = self.count - 1
+        self.frozen, self.order, self.first, self.readings = False, [], {}, []
+        self.phases = [(0, self.steps, self.per_step or 1)]
+        self.settled, self.per_step = self.per_step or 1, None
+        self.kept = (list(self.failed), list(self.last), list(self.reads))
 
     @property
     def phase(self) -> tuple[int, int]:
@@ -420,11 +435,16 @@ class Numbering:
         return found if found is not None else self.settled
 
     def _recheck(self) -> None:
-        """The cycle changed: judge every step of the latest phase again."""
-        self.failed = ["" for _ in self.counters]
-        self.last = [None for _ in self.counters]
-        self.reads = [0 for _ in self.counters]
+        """The cycle changed: judge every step of the latest phase again (from the counters'
+        judgement when learning began again, if it did)."""
         begun, self.steps = self.phase
+        if begun == 0 and self.kept is not None:
+            failed, last, reads = self.kept
+            self.failed, self.last, self.reads = list(failed), list(last), list(reads)
+        else:
+            self.failed = ["" for _ in self.counters]
+            self.last = [None for _ in self.counters]
+            self.reads = [0 for _ in self.counters]
         self.checked = 0
         per_step = self.per_step
         if per_step is None:

@@ -19,6 +19,7 @@ from nsysgen.shipped.step_window import (
     StepWindow,
     period,
 )
+from nsysgen.shipped.step_window.names import LEARN_LIMIT
 from tests.stepruns import run_script
 
 FB = ["forward", "backward"]
@@ -290,6 +291,27 @@ def test_optimizers_made_one_after_another_are_phases_not_a_cycle() -> None:
     for index, optimizer in enumerate([0, 1, 2] * 30):
         cycle.add(optimizer, (index // 3,))
     assert (cycle.per_step, cycle.steps, cycle.chosen()) == (3, 30, 0), cycle.failed
+
+
+def test_a_phase_made_after_learning_stopped_is_counted_by_its_own_cycle() -> None:
+    """Past LEARN_LIMIT optimizer steps the cycle is no longer learned; an optimizer never seen
+    before begins learning again, the steps so far kept: a GAN's 40 steps then 10 of one new
+    optimizer make 50 steps (45 before: the new one's steps were taken two to a step), one
+    optimizer's 70 then a new GAN's 10 make 80 (90 before). The counter stays judged across."""
+    assert LEARN_LIMIT == 64
+    cases = {
+        "gan, then one": ([(o, i) for i in range(40) for o in (0, 1)]
+                          + [(2, 40 + j) for j in range(10)], 1, 50),
+        "one, then a gan": ([(0, i) for i in range(70)]
+                            + [(o, 70 + j) for j in range(10) for o in (1, 2)], 2, 80),
+        "made anew each epoch": ([(i // 30, i) for i in range(300)], 1, 300),
+    }  # fmt: skip
+    for name, (steps, per_step, count) in cases.items():
+        numbering = Numbering([Fixed("step")], None)
+        for optimizer, value in steps:
+            numbering.add(optimizer, (value,))
+        assert (numbering.per_step, numbering.steps) == (per_step, count), name
+        assert (numbering.chosen(), numbering.number_of_last()) == (0, count - 1), name
 
 
 def test_steps_are_judged_again_when_the_cycle_shows() -> None:
