@@ -232,6 +232,36 @@ for phase, lr in enumerate((1e-3, 3e-4)):
         print("@@ log", global_step, flush=True)
 """
 
+# A GAN's two optimizers in turn for 40 steps (80 optimizer steps: past the 64 the helper
+# learns the cycle from), then a fine-tuning phase with one new optimizer.
+GAN_THEN_ONE = """\
+import fake_cuda
+import torch
+
+generator, critic = torch.nn.Linear(8, 8), torch.nn.Linear(8, 1)
+opt_g = torch.optim.Adam(generator.parameters())
+opt_d = torch.optim.Adam(critic.parameters())
+global_step = 0
+for batch in range(40):
+    critic(generator(torch.randn(4, 8))).mean().backward()
+    opt_d.step()
+    opt_d.zero_grad()
+    (-critic(generator(torch.randn(4, 8)))).mean().backward()
+    opt_g.step()
+    opt_g.zero_grad()
+    global_step += 1
+    print(f"gan step {global_step}")
+    print("@@ log", global_step, flush=True)
+tune = torch.optim.AdamW(generator.parameters(), lr=1e-4)
+for batch in range(20):
+    (generator(torch.randn(4, 8)) ** 2).mean().backward()
+    tune.step()
+    tune.zero_grad()
+    global_step += 1
+    print(f"tune step {global_step}")
+    print("@@ log", global_step, flush=True)
+"""
+
 
 def found(source: str) -> dict[str, str]:
     """The counter compile finds in the script (workload.<kind>.source), as the launch sets it."""
@@ -300,6 +330,20 @@ def test_a_new_optimizer_mid_run_keeps_the_window_and_the_numbering(
     assert f"steps are numbered by {printed}" in result.stderr, result.stderr
     if source_given:  # the counter compile found gives the same numbers: nothing differs
         assert "where the program prints" not in result.stderr
+
+
+def test_a_phase_of_another_cycle_after_learning_stopped_is_numbered_by_its_own(
+    tmp_path: Path,
+) -> None:
+    """Forty GAN steps (two optimizer steps each, 80 in all), then twenty of one new optimizer:
+    the window 50..54 lies in the second phase, and each range holds one optimizer step, the
+    one the script logs as that step (before, the helper kept counting two to a step)."""
+    result = run(tmp_path, GAN_THEN_ONE, window(50, 54), "hook")
+    assert result.recorded == [f"step {n}" for n in range(50, 55)], result.stderr
+    assert not result.mismatched, result.mismatched
+    for n in range(50, 55):
+        marks = [e for e in result.steps[f"step {n}"] if e.startswith("mark ")]
+        assert len(marks) == 1, (n, marks)
 
 
 @pytest.mark.parametrize("mode", ["hook", "patch"])
