@@ -11,8 +11,8 @@
 
 Starts are taken from each rank's opening gate (the end of the previous step's last collective),
 so no clock is compared across hosts. Scenarios: bench/synth_ddp.py jobs with planted delays
-(and their controls, for the time the step grew), and the real two-rank H200 exports of
-tests/data/gpu/steps17. Prints one Markdown table.
+(and their controls, for the time the step grew), bench/synth_pp.py's pipeline stages, and the
+real two-rank H200 exports of tests/data/gpu/steps17. Prints one Markdown table.
 
     python bench/stragglers_compare.py [WORK_DIR]
 """
@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import synth_ddp  # noqa: E402  (bench/synth_ddp.py)
+import synth_pp  # noqa: E402  (bench/synth_pp.py)
 
 from nsysgen.analyze.judge.stragglers import Thresholds, measure  # noqa: E402
 from nsysgen.analyze.read.ranks import assign_ranks  # noqa: E402
@@ -79,10 +80,12 @@ def _mean(values: list[float]) -> str:
     return f"{statistics.fmean(values):.1f} ms" if values else "–"
 
 
-def compare(scenario: str, planted: str, folder: Path, control: float | None) -> Row:
+def compare(
+    scenario: str, planted: str, folder: Path, control: float | None, stages: int | None = None
+) -> Row:
     reduced = [read_export(p) for p in sorted(folder.glob("*.sqlite"))]
     ranks = assign_ranks([r.tables for r in reduced])
-    lateness = measure(ranks, Thresholds())
+    lateness = measure(ranks, Thresholds(), stages)
     steps = sorted({row.step for t in ranks for row in t.steps})
     first, last = window_edges(steps)
     judged = [s for s in steps if s not in (first, last)]
@@ -156,6 +159,26 @@ def synthetic(work: Path) -> list[Row]:
     return rows
 
 
+def pipeline(work: Path) -> list[Row]:
+    """bench/synth_pp.py's GPipe stages (8 ranks: 2 stages of 4), as `--pipeline-stages 2`."""
+    rows = []
+    shape = synth_pp.Shape(ranks=8, stages=2)
+    folder = work / "pp-control"
+    truth = synth_pp.job(folder, shape, synth_ddp.Plant())
+    control = statistics.median(truth.step_ms[s] for s in JUDGED)
+    rows.append(compare("control, 8 ranks in 2 pipeline stages", "nothing", folder, control, 2))
+    cases = [
+        ("8 ranks in 2 stages, rank 5 (last stage) sleeps 25 ms", 5),
+        ("8 ranks in 2 stages, rank 1 (first stage) sleeps 25 ms", 1),
+    ]
+    for name, rank in cases:
+        folder = work / f"pp-rank{rank}"
+        plant = synth_ddp.Plant(host_ms={rank: dict.fromkeys(range(8, 16), 25.0)})
+        synth_pp.job(folder, shape, plant)
+        rows.append(compare(name, "25 ms", folder, control, 2))
+    return rows
+
+
 def real(work: Path) -> list[Row]:
     rows = []
     for job, planted in (("clean", "nothing"), ("slow", "40 ms every step"),
@@ -183,7 +206,7 @@ def table(rows: list[Row]) -> str:
 
 def main() -> None:
     work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
-    print(table(synthetic(work) + real(work)))
+    print(table(synthetic(work) + pipeline(work) + real(work)))
 
 
 if __name__ == "__main__":

@@ -34,3 +34,17 @@ def test_the_critical_path_gives_the_planted_size_where_the_others_do_not(tmp_pa
     assert rows["control, 8 ranks"].critical == "nobody late"
     table = compare.table(list(rows.values()))
     assert table.count("\n") == len(rows) + 1 and "| critical path (now) |" in table
+
+
+def test_on_pipeline_stages_the_bubble_is_no_ones_lateness(tmp_path: Path) -> None:
+    """GPipe stages (bench/synth_pp.py): the critical path prices the late rank at what the step
+    grew, the control at nobody; TraceLens's skews, summed over kernels that are no one
+    collective across stages, count the bubble (tens of ms on the control)."""
+    rows = {row.scenario: row for row in module().pipeline(tmp_path)}
+    assert rows["control, 8 ranks in 2 pipeline stages"].critical == "nobody late"
+    last = rows["8 ranks in 2 stages, rank 5 (last stage) sleeps 25 ms"]
+    assert last.critical == "rank 5 (6/6 steps), 25.0 ms" and last.what_if == "25.0 ms"
+    first = rows["8 ranks in 2 stages, rank 1 (first stage) sleeps 25 ms"]
+    assert first.critical.startswith("rank 1 (6/6 steps)") and first.grew_ms is not None
+    assert abs(float(first.critical.split(", ")[1].removesuffix(" ms")) - first.grew_ms) < 1.0
+    assert float(rows["control, 8 ranks in 2 pipeline stages"].tracelens.split()[0]) > 10.0
