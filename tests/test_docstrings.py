@@ -50,3 +50,25 @@ def test_the_rule_finds_a_missing_path(tmp_path: Path) -> None:
     module.write_text('"""See nsysgen/workloads.py and nsysgen/profile/analysis_job.py."""\n')
     found = [n for doc in docstrings(module) for n in PATH.findall(doc) if not exists(n, module)]
     assert found == ["nsysgen/workloads.py"]
+
+
+DOCUMENTS = ("README.md", "CONTRIBUTING.md", "BENCHMARKS.md", "SECURITY.md", "tests/README.md")
+DOC_PATH = re.compile(
+    r"(?<![\w./-])((?:nsysgen|tests|bench|scripts|conf|schemas|docs|generated|analyze)/"
+    r"[\w./-]*\.(?:py|sh|md|json|yaml|j2))"
+)
+
+
+def test_the_documents_name_files_that_exist() -> None:
+    """The project's documents name files of the repository (tests/README.md from tests/):
+    a file moved or removed leaves no stale name behind."""
+    missing = []
+    for document in DOCUMENTS:
+        path = REPO / document
+        if not path.is_file():
+            continue
+        bases = (REPO / "tests", REPO) if document.startswith("tests/") else (REPO,)
+        for named in sorted(set(DOC_PATH.findall(path.read_text(encoding="utf-8")))):
+            if not PLACEHOLDER.search(named) and not any((b / named).exists() for b in bases):
+                missing.append(f"{document}: {named}")
+    assert missing == []
