@@ -119,7 +119,12 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
     absent, contract_limits = _against_contract(options.contract, ranks, named)
     thresholds = Thresholds(options.straggler_min_ms, options.straggler_min_percent / 100)
     judged = comparable(ranks)  # a rank without kernels is named, never judged
-    lateness = measure(judged, thresholds, options.pipeline_stages)
+    # The pipeline's blocks of ranks are the job's: every rank counts, judged, without kernels
+    # or without a report (a block would shift with each one left out).
+    layout_world = options.world_size or max(
+        len(ranks) + len(absent), 1 + max((t.rank or 0 for t in ranks), default=0)
+    )
+    lateness = measure(judged, thresholds, options.pipeline_stages, layout_world)
     stragglers = find(judged, lateness, thresholds)
     world = options.world_size or max(1, len(ranks))
     names = [r.name for r in reduced]

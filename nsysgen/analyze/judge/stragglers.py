@@ -318,12 +318,17 @@ def _cause(result: Lateness, waiter: tuple[int, int], rank: int) -> int:
 
 
 def measure(
-    ranks: list[RankTables], thresholds: Thresholds | None = None, pipeline: int | None = None
+    ranks: list[RankTables],
+    thresholds: Thresholds | None = None,
+    pipeline: int | None = None,
+    world: int | None = None,
 ) -> Lateness:
     """Every rank's lateness and wait on every step (`pipeline`: the number of pipeline stages,
-    where the job has them and the kernel names cannot tell them apart)."""
+    where the job has them and the kernel names cannot tell them apart, in blocks of `world`
+    ranks: the job's, default those given)."""
     thresholds = thresholds or Thresholds()
-    layout = (pipeline, len(ranks)) if pipeline and pipeline > 1 else None
+    world = world or len(ranks)
+    layout = (pipeline, world) if pipeline and pipeline > 1 else None
     result = Lateness({}, {}, {}, 0, [])
     result.reports = {rank_of(t): t.report for t in ranks}
     step_ms, comms = per_step(ranks)

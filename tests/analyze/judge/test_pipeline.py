@@ -24,7 +24,7 @@ from nsysgen.analyze.judge.summary import Summary, build
 from nsysgen.analyze.read.ranks import assign_ranks
 from nsysgen.analyze.read.report import read_export
 from nsysgen.analyze.read.steps import Collective
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 JUDGED = range(9, 15)
 WITHIN = 0.10
@@ -129,6 +129,27 @@ def test_ranks_held_through_the_pipeline_are_traced_to_the_rank_that_held_them(
     for number in JUDGED:
         assert lateness.held[number] == {0: 2}
         assert lateness.waited_for[(1, number)] == 2 and lateness.late_ms[(0, number)] == 0.0
+
+
+def test_the_stages_stay_the_jobs_blocks_when_reports_are_missing(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """8 ranks in 2 stages, rank 5 late; the reports of ranks 2 and 3 are missing. The stages
+    are still ranks 0-3 and 4-7 (before, blocks of the 6 reports found made 3 stages of 2), and
+    rank 5 is named among its own stage's peers, through `nsysgen analyze` as users run it."""
+    s = synth()
+    folder = tmp_path / "reports"
+    s.job(folder, s.Shape(ranks=8, stages=2), s.Plant(host_ms=late_on([5])))
+    for rank in (2, 3):
+        next(folder.glob(f"pp_job1_rank{rank}_*.sqlite")).unlink()
+    result = run_cli(
+        "analyze", str(folder), "--output", str(tmp_path / "out"), "--pipeline-stages", "2",
+        "--serial",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    verdict = next(line for line in result.out.splitlines() if line.startswith("verdict: "))
+    assert verdict.startswith("verdict: rank 5 late on 6 of 6 judged steps"), verdict
+    assert "judged as 2 groups of ranks" in result.out
 
 
 @pytest.mark.slow
