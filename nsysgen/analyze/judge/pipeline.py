@@ -47,6 +47,10 @@ def partners(stages: list[dict[int, list[Comm]]]) -> dict[int, list[int]]:
 # A send and its receive end together: within this much of each other, once the two ranks'
 # clocks are set side by side.
 TOGETHER_NS = 20_000
+# Of a rank's kernels in a step, those whose ends set two clocks side by side. A schedule is
+# periodic: an offset shifted by one period lines up all but the edge kernels, so the true one
+# wins by those few, and as many as a long step holds must vote.
+VOTERS = 64
 
 
 def _ends(comms: list[Comm]) -> list[int] | None:
@@ -61,10 +65,13 @@ def _aligned(mine: list[Comm], theirs: list[Comm]) -> list[tuple[int, int]]:
     a, b = _ends(mine), _ends(theirs)
     if not a or not b:
         return []
-    votes = Counter((y - x) // TOGETHER_NS for x in a for y in b)
+    # My first kernels vote, each with every one of theirs (a thousand microbatches cost no
+    # more than VOTERS).
+    voters = a[:VOTERS]
+    votes = Counter((y - x) // TOGETHER_NS for x in voters for y in b)
     bucket = max(sorted(votes), key=lambda k: votes[k] + votes.get(k - 1, 0) + votes[k + 1])
     offset = statistics.median(
-        y - x for x in a for y in b if abs((y - x) // TOGETHER_NS - bucket) <= 1
+        y - x for x in voters for y in b if abs((y - x) // TOGETHER_NS - bucket) <= 1
     )
     matched, j = [], 0
     for i, x in enumerate(a):  # in order on both sides: NCCL runs a pair's kernels in order

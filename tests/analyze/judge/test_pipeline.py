@@ -245,3 +245,16 @@ def test_a_held_rank_is_traced_along_its_partners() -> None:
     links = {0: [2], 2: [0, 4], 4: [2], 1: [3], 3: [1, 5], 5: [3]}
     # 0 held by 2 held by 4 (late by its own doing); 1's chain has no cause.
     assert held_by({0: 0.0, 2: 0.0, 4: 9.0, 1: 0.0, 3: 0.0}, links) == {0: 4, 2: 4}
+
+
+def test_a_periodic_schedule_pairs_at_its_true_offset_not_one_period_off() -> None:
+    """A pipeline's kernels come at a steady beat: the clocks set one beat apart would line up
+    every kernel but the first; the true offset lines up all, and wins. A long step's first
+    VOTERS kernels set it, whatever the step's length."""
+    beat = [10.0 + 3.0 * i for i in range(200)]
+    mine = [comm(P2P_NAME, 1.0, end) for end in beat]
+    theirs = [comm(P2P_NAME, 2.0, end + 7_000.0) for end in beat]  # their clock 7 s ahead
+    found, unpaired = pairs([{0: mine}, {1: theirs}])
+    assert unpaired == 0 and len(found) == 200
+    assert all(pair[0][4] is theirs[i][4] or pair[1][4] is theirs[i][4]
+               for i, pair in enumerate(found))  # fmt: skip
