@@ -148,6 +148,35 @@ class _Job:
         r.rows["memcpy"].append((start, r.gpu, 0, 1, COMPUTE, r.corr, 0, 4, 2))
         r.host = r.gpu + 10 * US
 
+    def _launch_collective(self, rank: int) -> tuple[int, int]:
+        """A collective launched now by the rank's host on its NCCL stream: (when its kernel
+        starts: once the rank's compute and previous collective are done, its correlation)."""
+        r = self.ranks[rank]
+        r.corr += 1
+        r.rows["runtime"].append((r.host, r.host + 3 * US, 1, 0, r.corr, NCCL_LAUNCH, 0, None))
+        start = max(r.gpu, r.nccl, r.host + 4 * US)
+        r.host += 5 * US
+        return start, r.corr
+
+    def _collective(
+        self, step: int, starts: dict[int, tuple[int, int]], transfer: int, key: int
+    ) -> int:
+        """The collective's kernels on its ranks (`starts`: each rank's launch): all end once
+        the last has arrived and the transfer is done; when it ends. Each waiting head is kept
+        (SM contention) and each rank's NCCL stream is busy to its end."""
+        last = max(start for start, _ in starts.values())
+        end = last + transfer
+        for rank, (start, corr) in starts.items():
+            r = self.ranks[rank]
+            finish = end + self._jitter(rank, step, key) // 3
+            r.rows["kernel"].append(
+                (start, finish, 0, 1, None, NCCL_STREAM, corr, 0, NCCL_KERNEL, NCCL_KERNEL,
+                 NCCL_KERNEL, 1, 1, 1, 128, 1, 1, 32, 0, 0, 0)
+            )  # fmt: skip
+            r.waits.append((start, last))
+            r.nccl = finish
+        return end
+
     def step(self, step: int) -> None:
         s, ranks = self.shape, range(self.shape.ranks)
         entries = {rank: self.ranks[rank].host for rank in ranks}
@@ -163,23 +192,8 @@ class _Job:
             for rank in ranks:
                 for i in range(k, k + s.per_bucket):
                     self._compute(rank, step, i)
-                r = self.ranks[rank]
-                r.corr += 1
-                r.rows["runtime"].append((r.host, r.host + 3 * US, 1, 0, r.corr, NCCL_LAUNCH, 0,
-                                          None))  # fmt: skip
-                starts[rank] = (max(r.gpu, r.nccl, r.host + 4 * US), r.corr)
-                r.host += 5 * US
-            last = max(start for start, _ in starts.values())
-            end = last + s.transfer_us * US
-            for rank, (start, corr) in starts.items():
-                r = self.ranks[rank]
-                finish = end + self._jitter(rank, step, 1000 + k) // 3
-                r.rows["kernel"].append(
-                    (start, finish, 0, 1, None, NCCL_STREAM, corr, 0, NCCL_KERNEL, NCCL_KERNEL,
-                     NCCL_KERNEL, 1, 1, 1, 128, 1, 1, 32, 0, 0, 0)
-                )  # fmt: skip
-                r.waits.append((start, last))
-                r.nccl = finish
+                starts[rank] = self._launch_collective(rank)
+            end = self._collective(step, starts, s.transfer_us * US, 1000 + k)
             k += s.per_bucket
         self.gates[step] = end
         for rank in ranks:

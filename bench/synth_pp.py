@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth_ddp  # noqa: E402  (bench/synth_ddp.py)
-from synth_ddp import MS, NCCL_KERNEL, NCCL_STREAM, US, Plant, Truth  # noqa: E402
+from synth_ddp import MS, US, Plant, Truth  # noqa: E402
 
 P2P_STREAM, P2P_KERNEL = 17, 11  # ncclDevKernel_SendRecv (bench/synth_export.py's names)
 
@@ -111,26 +111,8 @@ class _Pipe(synth_ddp._Job):
 
     def _all_reduce(self, step: int, members: range) -> int:
         """The stage's gradients all-reduced among its data-parallel peers; when it ends."""
-        starts = {}
-        for rank in members:
-            r = self.ranks[rank]
-            r.corr += 1
-            r.rows["runtime"].append((r.host, r.host + 3 * US, 1, 0, r.corr,
-                                      synth_ddp.NCCL_LAUNCH, 0, None))  # fmt: skip
-            starts[rank] = (max(r.gpu, r.nccl, r.host + 4 * US), r.corr)
-            r.host += 5 * US
-        last = max(start for start, _ in starts.values())
-        end = last + 3 * self.shape.transfer_us * US
-        for rank, (start, corr) in starts.items():
-            r = self.ranks[rank]
-            finish = end + self._jitter(rank, step, 7) // 3
-            r.rows["kernel"].append(
-                (start, finish, 0, 1, None, NCCL_STREAM, corr, 0, NCCL_KERNEL,
-                 NCCL_KERNEL, NCCL_KERNEL, 1, 1, 1, 128, 1, 1, 32, 0, 0, 0)
-            )  # fmt: skip
-            r.waits.append((start, last))
-            r.nccl = finish
-        return end
+        starts = {rank: self._launch_collective(rank) for rank in members}
+        return self._collective(step, starts, 3 * self.shape.transfer_us * US, 7)
 
     def step(self, step: int) -> None:
         s, peers = self.shape, self.peers

@@ -123,7 +123,8 @@ def _waits(lateness: Lateness, members: set[int], steps: set[int]) -> dict[int, 
     for (other, step), value in lateness.wait_ms.items():
         if step not in steps or other in members or value <= 0:
             continue
-        if lateness.waited_for.get((other, step), min(members)) in members:
+        target = lateness.waited_for.get((other, step))  # None: no collective tells whom
+        if target is None or target in members:
             waits[other] = waits.get(other, 0.0) + value
     return waits
 
