@@ -74,6 +74,6 @@ def corpus_patch(entry: dict[str, Any]) -> str:
     """A corpus script's patch, with the loop line its entry gives where one is needed."""
     name = entry["file"]
     source = read(CORPUS / name)
-    fix: dict[str, int] = entry.get("fix", {})
-    patched = patch_source(source, fix.get("loop_line"))
+    fix: dict[str, Any] = entry.get("fix", {})
+    patched = patch_source(source, fix.get("loop_line"), fix.get("step_expr"))
     return unified_patch(f"tests/training_scripts/corpus/{name}", source, patched)

@@ -43,14 +43,16 @@ def run_script(
     mode: str = "patch",
     extra_path: tuple[Path, ...] = (),
     standin: bool = True,
+    step_expr: str | None = None,
 ) -> Run:
-    """Run `source` as train.py: mode "patch" patches it, "hook" puts the helper on PYTHONPATH,
-    "beside" runs it as given with the helper beside it (a script that imports it itself)."""
+    """Run `source` as train.py: mode "patch" patches it (numbered by `step_expr` where given),
+    "hook" puts the helper on PYTHONPATH, "beside" runs it as given with the helper beside it
+    (a script that imports it itself)."""
     script = tmp_path / "train.py"
     path = [str(p) for p in extra_path]
     if mode == "patch":
         try:
-            patched = patch_source(source)
+            patched = patch_source(source, None, step_expr)
         except PatchError:  # the loop is a library's: its step callback (as compile does)
             patched = patch_library(source)
         script.write_bytes(patched.encode())

@@ -22,13 +22,25 @@ _PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]
 _TENSORBOARD_STEP = 2  # add_scalar(tag, value, global_step): the step's position
 
 
+# Streams a script writes its console lines to itself (`sys.stdout.write(...)`, `tqdm.write`).
+_CONSOLES = frozenset({"sys.stdout", "sys.stderr", "tqdm", "tqdm.tqdm"})
+
+
 def is_log_call(call: ast.Call) -> bool:
     """print, logger.info, wandb.log, accelerator.log, writer.add_scalar, set_postfix,
-    set_description, training_log, report_step_metrics, print_rank_0, ..."""
+    set_description, training_log, report_step_metrics, print_rank_0, sys.stdout.write, ..."""
     name = last_name(call.func).lower()
     if not name or name.startswith(_NOT_LOGS):
         return False
+    if name == "write" and isinstance(call.func, ast.Attribute):
+        return ast.unparse(call.func.value) in _CONSOLES
     return name.startswith("log") or bool(set(re.split(r"_+", name)) & _LOG_TOKENS)
+
+
+def is_progress_call(call: ast.Call) -> bool:
+    """`progress_bar(batch_idx, len(loader), ...)`: a function that draws the place of its
+    first argument among its second, which the script passes itself."""
+    return "progress" in last_name(call.func).lower() and len(call.args) >= 2
 
 
 def shows(expr: ast.expr, texts: set[str], carriers: set[str]) -> bool:
@@ -96,6 +108,80 @@ def step_arguments(call: ast.Call) -> list[ast.expr]:
     return found
 
 
+def dict_steps(node: ast.AST) -> list[ast.expr]:
+    """`{"step": x, "steps": y}`: the values a metrics dict keys as step numbers (what a log
+    shows; not a number to count by: a dict may hold several)."""
+    if not isinstance(node, ast.Dict):
+        return []
+    return [
+        value
+        for key, value in zip(node.keys, node.values, strict=True)
+        if isinstance(key, ast.Constant)
+        and isinstance(key.value, str)
+        and _labels_step(key.value.removesuffix("s"))
+    ]
+
+
+def position_arguments(call: ast.Call) -> list[ast.expr]:
+    """The values a log call shows as a place among a total: `f"[{i}/{n}]"`, `"Iter[%3d/%3d]"
+    % (i + 1, n)`, `"{}/{}".format(i, n)`, and the first argument of a progress call."""
+    if is_progress_call(call):
+        return [call.args[0]]
+    found: list[ast.expr] = []
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        for node in ast.walk(argument):
+            found += _places(node)
+    return found
+
+
+def _places(node: ast.AST) -> list[ast.expr]:
+    """The fields of one template that a `/` and another field follow."""
+    if isinstance(node, ast.JoinedStr):
+        parts: list[str | ast.expr] = [
+            value.value if isinstance(value, ast.FormattedValue) else str(value.value)
+            for value in node.values
+            if isinstance(value, (ast.FormattedValue, ast.Constant))
+        ]
+        return [
+            part
+            for part, after, then in zip(parts, parts[1:], parts[2:], strict=False)
+            if isinstance(part, ast.expr) and isinstance(after, str)
+            and after.strip().startswith("/") and not isinstance(then, str)
+        ]  # fmt: skip
+    if isinstance(node, ast.BinOp) and _is_template(node):
+        right = node.right
+        values = right.elts if isinstance(right, ast.Tuple) else [right]
+        template = str(text_of(node.left))
+        matches = [m for m in _PERCENT.finditer(template) if m.group(1) != "%"]
+        return [
+            values[position]
+            for position, (match, following) in enumerate(zip(matches, matches[1:], strict=False))
+            if template[match.end() : following.start()].strip() == "/" and position < len(values)
+        ]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+        and "/" in node.func.value.value
+    ):
+        try:
+            parsed = list(string.Formatter().parse(node.func.value.value))
+        except ValueError:
+            return []
+        found, position = [], 0
+        for (_, field, _, _), (after, following, _, _) in zip(parsed, parsed[1:], strict=False):
+            if field is None:
+                continue
+            index = int(field) if field.isdigit() else position if field == "" else None
+            position += field == ""
+            if after.strip() == "/" and following is not None and index is not None:
+                found += node.args[index : index + 1]
+        return found
+    return []
+
+
 def _labels_step(name: str) -> bool:
     lowered = name.lower()
     return lowered.endswith(("step", "iter", "iteration")) and not lowered.startswith("max")
@@ -139,10 +225,10 @@ def _fields(node: ast.AST) -> list[ast.expr]:
         and isinstance(node.func.value.value, str)
     ):
         return _format_fields(node.func.value.value, node)
-    if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and _is_template(node):
+    if isinstance(node, ast.BinOp) and _is_template(node):
         right = node.right
         values = right.elts if isinstance(right, ast.Tuple) else [right]
-        return _percent_fields(str(node.left.value), values)
+        return _percent_fields(str(text_of(node.left)), values)
     return []
 
 
@@ -150,9 +236,18 @@ def _is_template(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.BinOp)
         and isinstance(node.op, ast.Mod)
-        and isinstance(node.left, ast.Constant)
-        and isinstance(node.left.value, str)
+        and text_of(node.left) is not None
     )
+
+
+def text_of(node: ast.expr) -> str | None:
+    """A text written as one constant, or as constants added (`"Epoch Step: %6d | " + "..."`)."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = text_of(node.left), text_of(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
 
 
 def _fstring_fields(node: ast.JoinedStr) -> list[ast.expr]:

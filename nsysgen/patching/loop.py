@@ -56,7 +56,14 @@ def find_step_loop(script: Script, loop_line: int | None) -> Loop | None:
         return None
     if len(innermost) > 1:
         where = ", ".join(_where(script, loop) for loop in innermost)
-        raise FindError(f"found several step loops: {where}; {LOOP_HINT}", "loop_line")
+        # The step may be an iteration of a loop around them (a step function that runs
+        # micro-batches in a loop of its own, a PPO update's epochs): name those too.
+        outer = [loop for loop in candidates if loop not in innermost]
+        around = f"; loops around them: {', '.join(_where(script, loop) for loop in outer)}"
+        raise FindError(
+            f"found several step loops: {where}{around if outer else ''}; {LOOP_HINT}",
+            "loop_line",
+        )
     return _owner(script, innermost[0], candidates)
 
 

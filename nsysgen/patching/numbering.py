@@ -135,9 +135,7 @@ class Numberer:
         """Why the loop's index numbers no steps: it counts micro-batches, or starts again
         every epoch (an epoch loop around it, or a function run once per epoch)."""
         script, loop, function = self.script, self.loop, self.function
-        found = self.found
-        micro = found.site.block is not None or found.form in (ENGINE, CONTINUE, ACCUMULATE)
-        why = ["the loop counts micro-batches"] if micro else []
+        why = ["the loop counts micro-batches"] if self.counts_micro_batches() else []
         if script.runs_repeatedly(loop):
             return [*why, "the loop's index restarts every epoch"]
         if variable is None or function is None or script.called_in_file(function):
@@ -150,6 +148,20 @@ class Numberer:
             # from 0 on every call; the caller's running count is the step's number.
             why.append(f"the loop's index restarts whenever {function.name} runs")
         return why
+
+    def restarts(self) -> str | None:
+        """Why the loop's index starts again from 0 during a run (every epoch, every call from
+        another file), or None."""
+        if isinstance(self.loop, FUNCTIONS):
+            return None
+        variable = _loop_variable(self.loop) if isinstance(self.loop, ast.For) else None
+        why = [w for w in self._restarts(variable) if "micro-batches" not in w]
+        return why[0].removeprefix("the loop's index ") if why else None
+
+    def counts_micro_batches(self) -> bool:
+        """The loop runs once per micro-batch: the optimizer steps on some iterations only."""
+        found = self.found
+        return found.site.block is not None or found.form in (ENGINE, CONTINUE, ACCUMULATE)
 
     def _number_function(self, function: Function) -> _Numbering:
         """A step function with no loop in this file (`def train_step(model, batch, step)`,

@@ -59,9 +59,14 @@ def _has_product(node: ast.AST) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) for n in ast.walk(node))
 
 
+# Words that name where a run starts (`args.start_iter`, `resume_step`): an offset to an index.
+_START_WORDS = ("start", "resume", "begin", "init", "offset")
+
+
 def _global_index(value: ast.expr, iterating: set[str]) -> bool:
     """`epoch * len(loader) + i`, `nbatches * k + j + 1`, `self.epoch * n + self.local_step`:
-    an epoch offset (a product of values fixed during the epoch) plus the loop's index."""
+    an epoch offset (a product of values fixed during the epoch) plus the loop's index; or
+    the step a run starts from plus the index (`i = idx + args.start_iter`)."""
     terms: list[ast.expr] = []
     todo = [value]
     while todo:
@@ -73,6 +78,15 @@ def _global_index(value: ast.expr, iterating: set[str]) -> bool:
     products = [t for t in terms if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult)]
     indices = [t for t in terms if ast.unparse(t) in iterating]
     constants = [t for t in terms if isinstance(t, ast.Constant) and type(t.value) is int]
+    starts = [
+        t
+        for t in terms
+        if isinstance(t, (ast.Name, ast.Attribute))
+        and ast.unparse(t) not in iterating
+        and any(word in ast.unparse(t).lower() for word in _START_WORDS)
+    ]
+    if len(starts) == 1 and len(indices) == 1 and len(terms) == 2:
+        return True
     return (
         len(products) == 1
         and len(indices) == 1

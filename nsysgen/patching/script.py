@@ -328,5 +328,37 @@ class Script:
                     return True
         return False
 
+    def switched_off(self, test: ast.expr) -> bool:
+        """`if Tensorboard:` where the file only ever sets `Tensorboard = False` (a switch left
+        off in the source): the branch never runs."""
+        if not isinstance(test, ast.Name):
+            return False
+        values: list[ast.expr] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == test.id for t in node.targets
+            ):
+                values.append(node.value)
+            elif (
+                isinstance(node, ast.Name)
+                and node.id == test.id
+                and isinstance(node.ctx, ast.Store)
+                and not isinstance(self.parent.get(node), ast.Assign)
+            ):
+                return False  # bound otherwise too: a loop, `with ... as`, a tuple, `+=`
+            elif test.id in _bound_names(node):
+                return False  # a parameter, an import
+        return bool(values) and all(
+            isinstance(value, ast.Constant) and value.value in (False, None) for value in values
+        )
+
     def segment(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.code, node) or ast.unparse(node)
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, ast.alias):
+        return {node.asname or node.name}
+    return set()

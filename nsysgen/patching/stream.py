@@ -47,7 +47,10 @@ def iteration_stream(
             # A branch taken at some iterations only (`if step % 100 == 0:`) does not run once
             # per step, unless it is the step site; a branch on a setting runs with the rest.
             gated = has_gate_words(statement.test)
+            off = script.switched_off(statement.test)
             for branch in (statement.body, statement.orelse):
+                if off and branch is statement.body:
+                    continue  # `if Tensorboard:` with `Tensorboard = False`: never runs
                 if branch and isinstance(branch[-1], _JUMPS) and branch is not site.block:
                     continue  # `if torch.isnan(loss): step += 1; continue`: skips the step
                 keep = now and not gated or branch is site.block

@@ -65,6 +65,9 @@ def training_patch(config: Config) -> TrainingPatch | Issue | None:
     numbered = (
         f"{at_step} in {scope} (read while the optimizer steps)" if at_step else found.counter
     )
+    if settings.step_expr is not None:
+        where = "at the top of each iteration" if method == "patch" else "while the optimizer steps"
+        numbered = f"{at_step} in {scope} (workload.{config.workload.kind}.step_expr, read {where})"
     detected = tuple(
         (what, " ".join(how.split()))  # one line each: they go into comments and tables
         for what, how in (

@@ -119,12 +119,15 @@ def _step_window(config: Config) -> Iterator[Issue]:
             "capture.step_method=patch)",
         )
     settings = config.workload.settings
-    if step_method(config) == "hook" and getattr(settings, "step_expr", None):
+    # Zero-patch reads step_expr in the step loop's function while the optimizer steps: it
+    # needs the source to know that function.
+    source = getattr(settings, "source", None)
+    if step_method(config) == "hook" and getattr(settings, "step_expr", None) and not source:
         yield Issue(
             f"workload.{config.workload.kind}.step_expr",
-            "step_expr is read at the top of the patched loop; the zero-patch helper reads the "
-            "step number while the optimizer steps, where the same name can hold another value "
-            "(allowed: null, or capture.step_method=patch)",
+            "the zero-patch helper reads step_expr in the step loop's function while the "
+            "optimizer steps, and knows that function from the script's source (allowed: null, "
+            f"or workload.{config.workload.kind}.source set, or capture.step_method=patch)",
         )
     if not traces_cuda(capture.trace):
         yield Issue(

@@ -400,18 +400,34 @@ TRAIN_ONE_EPOCH = script("""
 """)
 
 
+UNLOGGED = TRAIN_ONE_EPOCH.replace("epoch {epoch} iteration {i} loss", "loss")
+
+
 def test_an_epoch_loop_in_another_file_numbers_by_the_optimizer() -> None:
-    found = check(TRAIN_ONE_EPOCH, None, None, "train_one_epoch", f.NO_ACCUMULATION)
+    found = check(UNLOGGED, None, None, "train_one_epoch", f.NO_ACCUMULATION)
     assert found.counter == (
         f"{f.OPTIMIZER_COUNT} (the loop's index restarts whenever train_one_epoch, called from "
         "another file, runs)"
     )
+    # Where the log shows the index that restarts, the compile asks instead (with the
+    # caller's epoch, which this file cannot see start).
+    with pytest.raises(PatchError) as asked:
+        analyse(TRAIN_ONE_EPOCH)
+    assert asked.value.setting == "step_expr"
+    assert "shows each step as `i` (line 8), which restarts whenever train_one_epoch, called " in (
+        str(asked.value)
+    )
+    assert str(asked.value).endswith(
+        "(candidates: `epoch * len(data_loader) + i` (where epoch counts from 0))"
+    )
 
 
 def test_an_epoch_loop_in_this_file_numbers_by_the_optimizer() -> None:
-    source = TRAIN_ONE_EPOCH + "\nfor epoch in range(10):\n    train_one_epoch(m, c, d, o, epoch)\n"
-    found = check(source, None, None, "train_one_epoch", f.NO_ACCUMULATION)
+    caller = "\nfor epoch in range(10):\n    train_one_epoch(m, c, d, o, epoch)\n"
+    found = check(UNLOGGED + caller, None, None, "train_one_epoch", f.NO_ACCUMULATION)
     assert found.counter == f"{f.OPTIMIZER_COUNT} (the loop's index restarts every epoch)"
+    with pytest.raises(PatchError, match=r"`i` \(line 8\), which restarts every epoch;"):
+        analyse(TRAIN_ONE_EPOCH + caller)
 
 
 def test_a_loop_this_file_runs_once_numbers_by_its_index() -> None:

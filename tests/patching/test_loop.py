@@ -134,3 +134,28 @@ def test_the_step_loop_is_the_outermost_that_trains_every_iteration() -> None:
     epochs = "for epoch in range(3):\n" + textwrap.indent(RL_LOOP.split("\n", 5)[5], "    ")
     nested = analyse(RL_LOOP.split("for global_step")[0] + epochs.replace("\n    \n", "\n\n"))
     assert nested.node.lineno == 7  # for global_step (its index restarts every epoch)
+
+
+def test_several_step_loops_name_the_loops_around_them() -> None:
+    source = script("""
+        def train_step(batches):
+            for batch in batches:
+                model(batch).sum().backward()
+                optimizer.step()
+
+        def evaluate(batches):
+            for batch in batches:
+                model(batch).sum().backward()
+                optimizer.step()
+
+        while iteration < train_iters:
+            train_step(next(loader))
+            iteration += 1
+    """)
+    with pytest.raises(PatchError) as error:
+        analyse(source)
+    assert str(error.value) == (
+        "found several step loops: line 2 (in train_step), line 7 (in evaluate); loops around "
+        "them: line 11; set loop_line to the line of the step loop's `for` or `while`"
+    )
+    assert analyse(source, 11).node.lineno == 11

@@ -39,9 +39,10 @@ def source_of(name: str) -> str:
     return read(CORPUS / name)
 
 
-def fix_of(entry: dict[str, Any]) -> int | None:
-    fix: dict[str, int] = entry.get("fix", {})
-    return fix.get("loop_line")
+def fix_of(entry: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The settings the corpus entry's error asks for, as a user sets them."""
+    fix: dict[str, Any] = entry.get("fix", {})
+    return fix.get("loop_line"), fix.get("step_expr")
 
 
 def test_corpus_is_large_and_permissive() -> None:
@@ -62,8 +63,8 @@ def test_step_loop_and_numbering(entry: dict[str, Any]) -> None:
         with pytest.raises(PatchError) as error:
             analyse(source)
         assert str(error.value) == entry["error"]
-        assert error.value.setting == "loop_line"
-    found = analyse(source, fix_of(entry))
+        assert error.value.setting in entry["fix"]
+    found = analyse(source, *fix_of(entry))
     assert (found.node.lineno, found.step, found.counter) == (
         entry["loop_line"],
         entry["step"],
@@ -119,6 +120,6 @@ def test_corpus_patches_apply_compile_and_are_idempotent(tmp_path: Path) -> None
         subprocess.run([*tool, patch], cwd=tmp_path, check=True)
         patched = read(folder / entry["file"])
         compile(patched, entry["file"], "exec")
-        assert patched == patch_source(source_of(entry["file"]), fix_of(entry))
-        assert patch_source(patched, fix_of(entry)) == patched
+        assert patched == patch_source(source_of(entry["file"]), *fix_of(entry))
+        assert patch_source(patched, *fix_of(entry)) == patched
         assert strip(patched) == source_of(entry["file"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from nsysgen.patching import step_loop as f
-from nsysgen.patching.patch import analyse
+from nsysgen.patching.patch import PatchError, analyse
 from tests.patching.test_find_shapes import marked, numbering, script
 
 # 4. 1-based numbers the script computes only when it logs ------------------------------------
@@ -80,7 +80,8 @@ def test_a_global_number_computed_only_when_logging_numbers_steps() -> None:
 
 
 def test_a_per_epoch_number_is_no_step_number() -> None:
-    # `i + 1` restarts every epoch: logged or not, it numbers no steps.
+    # `i + 1` restarts every epoch: it numbers no steps, and as the log shows it, no count of
+    # nsysgen's would be the step the log calls N: the compile asks, with a number to set.
     source = script("""
         for epoch in range(3):
             for i, batch in enumerate(loader):  # step loop
@@ -88,7 +89,19 @@ def test_a_per_epoch_number_is_no_step_number() -> None:
                 optimizer.step()
                 print(f"epoch {epoch} step {i + 1}")
     """)
-    assert numbering(analyse(source))[1:3] == (None, None)
+    with pytest.raises(PatchError) as asked:
+        analyse(source)
+    assert asked.value.setting == "step_expr"
+    assert str(asked.value) == (
+        "the script's log shows each step as `i + 1` (line 5), which restarts every epoch; "
+        "nsysgen would number steps by its own count from 0, so its step N would not be the "
+        "step the log calls N; set step_expr to the number to count steps by (candidates: "
+        "`epoch * len(loader) + i`)"
+    )
+    answered = analyse(source, None, "epoch * len(loader) + i")
+    assert numbering(answered)[1:3] == ("epoch * len(loader) + i", "epoch * len(loader) + i")
+    unlogged = source.replace('print(f"epoch {epoch} step {i + 1}")', 'print(f"loss {loss}")')
+    assert numbering(analyse(unlogged))[1:3] == (None, None)
 
 
 # 5. Several optimizers, the iteration's number assigned after the steps ----------------------
@@ -124,3 +137,17 @@ def test_a_number_changed_between_the_step_and_its_log_is_not_taken() -> None:
     source = CYCLEGAN.replace("        batches_done =", "        i = i + 0\n        bd =")
     source = source.replace('@@ log", batches_done', '@@ log", bd')
     assert numbering(analyse(source))[1:3] == (None, None)
+
+
+def test_the_step_a_run_starts_from_plus_the_index_numbers_steps() -> None:
+    # stylegan2's `i = idx + args.start_iter`: the number it names checkpoints by, on resume too.
+    source = script("""
+        for idx in pbar:  # step loop
+            i = idx + args.start_iter
+            model(batch).sum().backward()
+            optimizer.step()
+            torch.save(model, f"checkpoint/{str(i).zfill(6)}.pt")
+    """)
+    assert numbering(analyse(source))[1:] == (None, "i", "<module>", f.COMPUTED)
+    plain = source.replace("idx + args.start_iter", "idx + args.batch_size")
+    assert numbering(analyse(plain))[1:3] == (None, None)

@@ -96,3 +96,18 @@ def test_optimizer_in_backward_is_seen_from_its_hooks() -> None:
     """)
     assert parsed(source).steps_in_backward()
     assert not parsed("optimizer.step()\n").steps_in_backward()
+
+
+def test_a_switch_the_file_leaves_off_never_runs() -> None:
+    off = parsed("Tensorboard = False\nif Tensorboard:\n    step += 1\n")
+    test = next(n for n in ast.walk(off.tree) if isinstance(n, ast.If)).test
+    assert off.switched_off(test)
+    for on in (
+        "Tensorboard = False\nTensorboard = args.tb\nif Tensorboard:\n    pass\n",
+        "def f(Tensorboard):\n    if Tensorboard:\n        pass\n",
+        "from config import Tensorboard\nif Tensorboard:\n    pass\n",
+        "for Tensorboard in (False, True):\n    if Tensorboard:\n        pass\n",
+    ):
+        tree = parsed(on)
+        test = next(n for n in ast.walk(tree.tree) if isinstance(n, ast.If)).test
+        assert not tree.switched_off(test), on

@@ -19,22 +19,27 @@ from tests.conftest import REPO
 
 UNSEEN = REPO / "tests" / "training_scripts" / "unseen"
 ENTRIES: list[dict[str, Any]] = json.loads((UNSEEN / "corpus.json").read_text())
-# The judged answers today: right, asked, wrong (see each entry's `why` for the truth).
-ASKED = {"gptneox_training.py", "llamafactory_ppo_trainer.py", "spinningup_ppo.py", "swin_main.py"}
-WRONG = {
+# The judged answers today: right, asked, wrong (see each entry's `why` for the truth). Where
+# the log shows each step as a number nsysgen cannot count by (an index within the epoch, a count
+# of micro-batches, environment frames), the compile asks for step_expr. Before issue 47's last
+# change: 20 right, 4 asked, 12 wrong.
+ASKED = {
     "annotated_transformer.py",  # logs the epoch's own count
     "cleanrl_ppo_continuous_action.py",  # logs environment frames
     "dino_main.py",  # logs the index within the epoch
-    "kdiffusion_train.py",  # a micro-batch count offset by the checkpoint
+    "gptneox_training.py",  # several step loops, and the loop around them named
+    "kdiffusion_train.py",  # a micro-batch count
+    "llamafactory_ppo_trainer.py",  # the optimizer steps in another file (trl)
     "lora_gpt2_ft.py",  # counts micro-batches
     "pytorch_cifar_main.py",  # a progress bar within the epoch
-    "stylegan2_rosinality.py",  # i = idx + start_iter: the helper's count agrees on a fresh run
+    "spinningup_ppo.py",  # two step loops in one update
+    "swin_main.py",  # the optimizer steps in another file
     "timm_train.py",  # logs the index within the epoch
     "wide_resnet_main.py",  # a progress bar within the epoch
-    "yolov4_bubbliiiing.py",  # its counter exists only with TensorBoard on
     "yolov4_tianxiaomo_train.py",  # counts micro-batches
     "yolox_trainer.py",  # the console's index within the epoch
 }
+WRONG: set[str] = set()
 
 
 def judged(entry: dict[str, Any]) -> str:
@@ -73,7 +78,7 @@ def test_each_script_is_numbered_as_judged(entry: dict[str, Any]) -> None:
 
 def test_the_count() -> None:
     counts = Counter(judged(entry) for entry in ENTRIES)
-    assert (counts["right"], counts["asked"], counts["wrong"]) == (20, 4, 12)
+    assert (counts["right"], counts["asked"], counts["wrong"]) == (22, 14, 0)
 
 
 def test_the_logged_line_is_in_the_script() -> None:

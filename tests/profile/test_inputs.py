@@ -46,6 +46,18 @@ model = torch.nn.Linear(4, 4)
 trainer = Trainer(model, TrainingArguments(max_steps=12))
 trainer.train()
 """
+EPOCHS = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.Adam(model.parameters())
+loader = [torch.randn(2, 4)] * 8
+for epoch in range(3):
+    for i, batch in enumerate(loader):
+        model(batch).sum().backward()
+        optimizer.step()
+        print(f"epoch {epoch} [{i}/{len(loader)}]")
+"""
 STEPS = ("workload=python", "capture=steps")
 
 
@@ -161,3 +173,33 @@ def test_the_manifest_records_what_was_decided_not_the_scripts_text() -> None:
     assert decided(replace(patch, detected=(("step loop", "train.py:11"),))) != decided(patch)
     assert decided(replace(patch, at_step="step + 1")) != decided(patch)
     assert decided(replace(patch, diff="--- a\n")) != decided(patch)
+
+
+def test_a_log_of_the_index_within_the_epoch_asks_for_step_expr(here: Path) -> None:
+    (here / "epochs.py").write_text(EPOCHS)
+    for method in ("hook", "patch"):
+        asked = training_patch(
+            config(*STEPS, "workload.python.source=epochs.py", f"capture.step_method={method}")
+        )
+        assert isinstance(asked, Issue)
+        assert asked.path == "workload.python.step_expr"
+        assert asked.message.startswith(
+            "epochs.py: the script's log shows each step as `i` (line 10), which restarts every "
+            "epoch;"
+        )
+        assert asked.message.endswith("(candidates: `epoch * len(loader) + i`)")
+    # Answered, in both modes: the number set, and where the helper reads it.
+    # (Hydra's grammar takes the expression quoted, as a shell passes it on.)
+    answer = (
+        "workload.python.source=epochs.py",
+        "workload.python.step_expr='epoch * len(loader) + i'",
+    )
+    hooked = patch_of(*answer)
+    assert hooked.at_step == "epoch * len(loader) + i"
+    assert dict(hooked.detected)["step number"] == (
+        "epoch * len(loader) + i in epochs.py:<module> (workload.python.step_expr, read while "
+        "the optimizer steps)"
+    )
+    patched = patch_of(*answer, "capture.step_method=patch")
+    assert "+        _nsysgen_window.open(epoch * len(loader) + i)  # nsysgen\n" in patched.diff
+    assert dict(patched.detected)["step number"].endswith("read at the top of each iteration)")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.patching.patch import PatchError, analyse
 from tests.conftest import RunCli
 from tests.stepruns import STANDIN, run_script, write_site
 
@@ -405,5 +406,39 @@ def test_zero_patch_refuses_what_it_cannot_record(run_cli: RunCli, tmp_path: Pat
         f"output_dir={tmp_path}",
     )  # fmt: skip
     assert expr.code == 2
-    assert "workload.python.step_expr: step_expr is read at the top of the patched loop" in expr.err
+    said = "workload.python.step_expr: the zero-patch helper reads step_expr in the step loop's"
+    assert said in expr.err
+    assert "or workload.python.source set" in expr.err
     assert not list(tmp_path.iterdir())
+
+
+# Each epoch's batches, logged by their place in the epoch: the compile asks for step_expr, and
+# the number given counts the steps across the run in both modes.
+EPOCHS = """\
+import torch
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters())
+loader = list(range(4))
+for epoch in range(3):
+    for i, batch in enumerate(loader):
+        model(batch).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        print(f"epoch {epoch} [{i}/{len(loader)}]")
+        print("@@ log", epoch * len(loader) + i)
+"""
+
+
+@pytest.mark.parametrize("mode", ["hook", "patch"])
+def test_the_step_expr_asked_for_numbers_the_steps(tmp_path: Path, mode: str) -> None:
+    with pytest.raises(PatchError, match="set step_expr") as asked:
+        analyse(EPOCHS)
+    assert asked.value.setting == "step_expr"
+    answer = "epoch * len(loader) + i"
+    more = {"NSYSGEN_PROFILE_STEP_EXPR": answer, "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:<module>"}
+    run = run_script(tmp_path, EPOCHS, window(5, 8, **more), mode=mode, step_expr=answer)
+    assert run.recorded == ["step 5", "step 6", "step 7", "step 8"], run.stderr
+    assert not run.mismatched, run.mismatched  # each range holds the step logged as N
+    for n in range(5, 9):
+        assert run.inside(n) == [*FB, *OM], n

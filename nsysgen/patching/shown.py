@@ -1,0 +1,334 @@
+"""Whether nsysgen's step number is the one the script's own log shows.
+
+A script's logs show which step they are about: a value labelled as a step (`step=`, a
+TensorBoard global_step, `"Iteration {k}"`), a place among a total (`"[{i}/{n}]"`,
+`"Iter[%3d/%3d]"`, `progress_bar(batch_idx, len(loader))`), or the index a logger counts when
+the loop iterates it (`enumerate(metric_logger.log_every(loader, ...))`). Where the logs show
+such places and nsysgen's number is none of them (an index within the epoch, a count of
+micro-batches, environment frames, or a counter the log never shows), nsysgen's "step N" would
+not be the step its log calls N: the compile asks for step_expr and names the numbers it found,
+rather than number the steps in a way the log never shows.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TypeGuard
+
+from nsysgen.patching.counter import increment
+from nsysgen.patching.hints import FindError
+from nsysgen.patching.logged import (
+    dict_steps,
+    is_log_call,
+    is_progress_call,
+    position_arguments,
+    step_arguments,
+    text_of,
+)
+from nsysgen.patching.script import Script
+from nsysgen.patching.step_loop import (
+    COMPUTED,
+    COUNTER_LOGGED,
+    ENGINE_COUNTER_LOGGED,
+    FUNCTIONS,
+    LOGGED,
+    Loop,
+)
+from nsysgen.patching.stream import Entry
+from nsysgen.patching.syntax import Function, direct_calls, last_name, parameters
+
+# The index a logger's iterator counts: the loop's index before the iteration reassigns it.
+_COUNTED = "<the logger's count>"
+
+
+@dataclass(frozen=True)
+class Shown:
+    line: int
+    text: str  # the value as the log shows it, or _COUNTED
+    why: str | None  # why it cannot number steps; None: it counts them
+
+
+def _variables(node: ast.AST) -> set[str]:
+    """What an expression reads, attribute chains whole: `self.epoch * n + self.iter` ->
+    {"self.epoch", "n", "self.iter"} (not "self", which every method's value reads)."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, (ast.Attribute, ast.Subscript)) and isinstance(
+            current.ctx, ast.Load
+        ):
+            found.add(ast.unparse(current))
+            if isinstance(current, ast.Subscript):
+                todo.append(current.slice)
+            continue
+        if isinstance(current, ast.Name):
+            found.add(current.id)
+        todo.extend(ast.iter_child_nodes(current))
+    return found
+
+
+def _assigned(node: ast.AST) -> set[str]:
+    targets: list[ast.expr] = []
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.Assign):
+            targets += statement.targets
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets.append(statement.target)
+    return {text for target in targets for text in _elements(target)}
+
+
+def _elements(target: ast.expr) -> set[str]:
+    """`for i, batch in ...` -> {"i", "batch"}."""
+    elements = target.elts if isinstance(target, ast.Tuple) else [target]
+    return {ast.unparse(element) for element in elements}
+
+
+def _templates(statements: list[ast.stmt]) -> dict[str, ast.expr]:
+    """`log_str = f"| step {train_step} | ..."`: messages built before a log prints them."""
+    return {
+        statement.targets[0].id: statement.value
+        for statement in statements
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, (ast.JoinedStr, ast.BinOp, ast.Call, ast.Dict))
+    }
+
+
+def _places(
+    call: ast.Call, templates: dict[str, ast.expr]
+) -> tuple[list[ast.expr], list[ast.expr]]:
+    """The values one call labels as a step, and those it shows as a place among a total,
+    through the messages and metrics dicts built before it (`log_str = f"..."; print(log_str)`,
+    `metrics["step"]`)."""
+    if is_progress_call(call):
+        return [], position_arguments(call)
+    if not is_log_call(call):
+        return [], []
+    labelled, places = step_arguments(call), position_arguments(call)
+    labelled += [v for a in call.args for node in ast.walk(a) for v in dict_steps(node)]
+    used = {n.id for a in call.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+    for name in sorted(used & set(templates)):
+        message = ast.Call(ast.Name("print", ast.Load()), [templates[name]], [])
+        labelled += step_arguments(message)
+        labelled += [v for node in ast.walk(templates[name]) for v in dict_steps(node)]
+        places += position_arguments(message)
+    return [_resolved(v, templates) for v in labelled], [_resolved(v, templates) for v in places]
+
+
+def _index_of(loop: Loop | Function, stream: list[Entry]) -> set[str]:
+    """The loop's index and the numbers the iteration works out from it by arithmetic
+    (`update_idx = batch_idx // accum_steps`); not what a call returns from it (`correct +=
+    predicted.eq(targets).sum()` is no place in the loop)."""
+    found = _elements(loop.target) if isinstance(loop, ast.For) else set()
+    for entry in stream:
+        statement = entry.statement
+        if not isinstance(statement, (ast.Assign, ast.AugAssign)):
+            continue
+        calls = [c for c in ast.walk(statement.value) if isinstance(c, ast.Call)]
+        if all(last_name(c.func) == "len" for c in calls) and _variables(statement) & found:
+            found |= _assigned(statement)
+    return found
+
+
+def _resolved(value: ast.expr, templates: dict[str, ast.expr]) -> ast.expr:
+    """`metrics["step"]` of `metrics = {"step": state["step_count"], ...}`: the value held."""
+    if not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)):
+        return value
+    held, key = templates.get(value.value.id), value.slice
+    if not isinstance(held, ast.Dict) or not isinstance(key, ast.Constant):
+        return value
+    for name, item in zip(held.keys, held.values, strict=True):
+        if isinstance(name, ast.Constant) and name.value == key.value:
+            return item
+    return value
+
+
+def _in_text(statements: list[ast.stmt]) -> set[str]:
+    """Values written into any text of the iteration (`f"images/{batches_done}.png"`, a
+    checkpoint's name): a number the script saves by."""
+    found: set[str] = set()
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.FormattedValue):
+                found |= _variables(node.value)
+            elif (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Mod)
+                and text_of(node.left) is not None
+            ):
+                found |= _variables(node.right)
+    return found
+
+
+class Places:
+    """The step places an iteration's logs show, and the first one nsysgen's number is not."""
+
+    def __init__(
+        self,
+        script: Script,
+        loop: Loop | Function,
+        stream: list[Entry],
+        micro_index: bool,
+        restarts: str | None,
+    ) -> None:
+        self.script, self.loop, self.stream = script, loop, stream
+        self.changing = _assigned(loop) if not isinstance(loop, FUNCTIONS) else set()
+        self.restarts = restarts  # why the loop's index starts again, as numbering says
+        self.derived = _index_of(loop, stream)
+        # The loop's own index, where the loop runs once per micro-batch.
+        self.index = _elements(loop.target) if isinstance(loop, ast.For) and micro_index else set()
+        self.text = _in_text([entry.statement for entry in stream])
+        self.micro = {  # counters that advance on iterations that do not step
+            ast.unparse(target)
+            for entry in stream
+            if not entry.in_step
+            and (target := increment(entry.statement)) is not None
+        }  # fmt: skip
+
+    def shown(self) -> list[Shown]:
+        """Every step place shown; `why` is None for those that count steps."""
+        found = self._counted()
+        templates: dict[str, ast.expr] = {}
+        for entry in self.stream:
+            statement = entry.statement
+            for call in direct_calls(statement):
+                labelled, places = _places(call, templates)
+                # Not `"[{epoch}/{epochs}]"`, nor `"({correct}/{total})"`.
+                shown = [v for v in labelled if _variables(v) & self.changing]
+                shown += [v for v in places if _variables(v) & self.derived]
+                for value in shown:
+                    text = self.script.segment(value)
+                    found.append(Shown(call.lineno, text, self._why(value)))
+            templates.update(_templates([statement]))
+        return found + self._outer()
+
+    def _counted(self) -> list[Shown]:
+        """`for it, batch in enumerate(metric_logger.log_every(loader, 10, header))`: the
+        logger prints the place of every batch among the loader's."""
+        loop = self.loop
+        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
+            return []
+        if last_name(loop.iter.func) != "enumerate" or not loop.iter.args:
+            return []
+        inner = loop.iter.args[0]
+        if not (isinstance(inner, ast.Call) and is_log_call(inner)):
+            return []
+        why = "counts the loader's batches from 0 on every pass over it"
+        return [Shown(inner.lineno, _COUNTED, why)]
+
+    def suggestion(self) -> str | None:
+        """`epoch * len(loader) + i`: an index across the run, for `for i, _ in
+        enumerate(loader)` in a `for epoch in ...` loop of the same function, stepping on every
+        batch."""
+        loop = self.loop
+        if not isinstance(loop, ast.For) or self.index or not isinstance(loop.iter, ast.Call):
+            return None
+        if last_name(loop.iter.func) != "enumerate" or not loop.iter.args:
+            return None
+        if not isinstance(loop.target, ast.Tuple) or not isinstance(loop.target.elts[0], ast.Name):
+            return None
+        loader = loop.iter.args[0]
+        if isinstance(loader, ast.Call) and is_log_call(loader) and loader.args:
+            loader = loader.args[0]  # `metric_logger.log_every(loader, ...)`
+        index, size = loop.target.elts[0].id, f"len({ast.unparse(loader)})"
+        node = self.script.parent.get(loop)
+        while node is not None and not isinstance(node, FUNCTIONS):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                return f"`{node.target.id} * {size} + {index}`"
+            node = self.script.parent.get(node)
+        # `def train(args, model, loader, optimizer, epoch)`: the caller's epoch, whose first
+        # value this function cannot see.
+        epochs = [name for name in parameters(node) if "epoch" in name] if node else []
+        if len(epochs) == 1:
+            return f"`{epochs[0]} * {size} + {index}` (where {epochs[0]} counts from 0)"
+        return None
+
+    def _why(self, value: ast.expr) -> str | None:
+        """Why a shown value cannot number steps, or None where it counts them."""
+        reads = _variables(value)
+        micro = sorted(reads & self.micro)
+        if micro:
+            return f"counts micro-batches ({micro[0]} advances on batches that do not step)"
+        if reads & self.index:
+            return "counts micro-batches (the loop runs once per micro-batch)"
+        if self.restarts is not None and reads & self.derived:
+            return self.restarts
+        return None
+
+    def _outer(self) -> list[Shown]:
+        """Logs in a loop around the step loop, of a counter that loop advances itself
+        (`global_step += args.num_envs` in the rollout, logged after the updates): one number
+        for the several optimizer steps of that loop's iteration."""
+        found: list[Shown] = []
+        node = self.script.parent.get(self.loop)
+        while node is not None and not isinstance(node, FUNCTIONS):
+            if isinstance(node, (ast.For, ast.While)):
+                advanced = {
+                    ast.unparse(n.target)
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add)
+                }
+                for call in direct_calls(node):
+                    if not is_log_call(call) or self.script.encloses(self.loop, call):
+                        continue
+                    for value in step_arguments(call):
+                        if _variables(value) & advanced:
+                            why = f"numbers the iterations of the loop at line {node.lineno}"
+                            found.append(Shown(call.lineno, self.script.segment(value), why))
+            node = self.script.parent.get(node)
+        return found
+
+    def agrees(self, shown: Shown, step: str | None, at_step: str | None, counter: str) -> bool:
+        """nsysgen's number is the one shown: the same expression, a counter logged after its
+        increment (`global_step += 1; log(step=global_step)`, numbered `global_step + 1`), or
+        the quotient of one shown as a product (`global_step * accumulation_steps`). A number
+        taken from a log is shown by it; one the script computes, where it writes it into a
+        text (`f"images/{batches_done}.png"`)."""
+        if counter == LOGGED:
+            return True
+        if counter == COMPUTED and at_step is not None:
+            computed = ast.unparse(ast.parse(at_step, mode="eval").body)
+            holders = {computed} | {
+                ast.unparse(entry.statement.targets[0])
+                for entry in self.stream
+                if isinstance(entry.statement, ast.Assign)
+                and len(entry.statement.targets) == 1
+                and ast.unparse(entry.statement.value) == computed
+            }  # `done = epoch * len(loader) + i` after the step: read as its expression
+            return bool(holders & self.text)
+        texts = {text for text in (step, at_step) if text is not None}
+        if counter.startswith((COUNTER_LOGGED, ENGINE_COUNTER_LOGGED)):
+            texts |= {text.removesuffix(" + 1") for text in texts}
+        normal = {ast.unparse(ast.parse(text, mode="eval").body) for text in texts}
+        if shown.text == _COUNTED:
+            return False
+        value = ast.parse(shown.text, mode="eval").body
+        factors = [value.left, value.right] if _product(value) else []
+        return any(ast.unparse(node) in normal for node in [value, *factors])
+
+
+def _product(node: ast.expr) -> TypeGuard[ast.BinOp]:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)
+
+
+def ask(places: list[Shown], numbered: str, candidates: list[str]) -> FindError | None:
+    """The question to ask where the logs show step places that cannot number steps, and
+    none is nsysgen's number (`places`: those that disagree with it)."""
+    unusable = [place for place in places if place.why is not None]
+    if not unusable:
+        return None  # numbers that count steps too: numbering chose among them already
+    first = unusable[0]
+    what = "the index its logger counts" if first.text == _COUNTED else f"`{first.text}`"
+    others = sorted({p.line for p in unusable[1:]} - {first.line})
+    more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+    also = f", also line {', '.join(map(str, others[:3]))}{more}" if others else ""
+    named = f" (candidates: {', '.join(candidates)})" if candidates else ""
+    return FindError(
+        f"the script's log shows each step as {what} (line {first.line}{also}), which "
+        f"{first.why}; nsysgen would number steps by {numbered}, so its step N would not be "
+        f"the step the log calls N; set step_expr to the number to count steps by{named}",
+        "step_expr",
+    )
