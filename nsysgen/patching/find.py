@@ -121,8 +121,8 @@ def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | No
         how = f"`{numbered.at_step}`" if numbered.at_step else "its own count from 0"
         # step_expr is read where numbered.step is (the loop's top, in patch mode).
         candidates = [f"`{numbered.step}`"] if numbered.step else []
-        suggested = reading.suggestion()
-        candidates += [suggested] if suggested and suggested not in candidates else []
+        for suggested in (reading.suggestion(), reading.quotient(found.gate)):
+            candidates += [suggested] if suggested and suggested not in candidates else []
         question = ask(places, how, candidates)
         if question is not None:
             raise question

@@ -133,7 +133,27 @@ def _trainer_classes(tree: ast.Module) -> dict[str, Library]:
             library = aliases.get(root_name(node))
             if library is not None:
                 classes[ast.unparse(node)] = library
-    return _with_subclasses(tree, classes)
+    return _with_makers(tree, _with_subclasses(tree, classes))
+
+
+def _with_makers(tree: ast.Module, classes: dict[str, Library]) -> dict[str, Library]:
+    """Functions of the script that build a trainer (`def trainer(steps) -> Trainer: return
+    Trainer(...)`): a call of one stands for the trainer it returns."""
+    found = dict(classes)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        made = [
+            ast.unparse(child.value.func)
+            for child in ast.walk(node)
+            if isinstance(child, ast.Return) and isinstance(child.value, ast.Call)
+        ]
+        if node.returns is not None:
+            made.append(ast.unparse(node.returns))
+        library = next((classes[name] for name in made if name in classes), None)
+        if library is not None:
+            found.setdefault(node.name, library)
+    return found
 
 
 def _is_trainer(name: str) -> bool:

@@ -129,10 +129,53 @@ def _candidates(script: Script) -> str:
     if not loops:
         return " (this file has no loop: the training loop is in another file; set "\
             "workload.<kind>.source to that file)"  # fmt: skip
-    loops.sort(key=lambda loop: loop.lineno)
-    named = ", ".join(_where(script, loop) for loop in loops[:CANDIDATES])
+    # A loop that calls a method its class inherits from another file's base class (trl's
+    # `PPOTrainer.step`, in a `class CustomPPOTrainer(PPOTrainer)`) runs the step there: first.
+    inherited = {id(loop): _inherited_call(script, loop) for loop in loops}
+    loops.sort(key=lambda loop: (inherited[id(loop)] is None, loop.lineno))
+    named = ", ".join(
+        _where(script, loop) + (f" calls {inherited[id(loop)]}" if inherited[id(loop)] else "")
+        for loop in loops[:CANDIDATES]
+    )
     more = f" and {len(loops) - CANDIDATES} more" if len(loops) > CANDIDATES else ""
-    return f" (loops of this file: {named}{more})"
+    several = (
+        "; where one iteration runs several optimizer steps (a PPO update's epochs and "
+        "mini-batches), also set capture.optimizer_steps to how many"
+        if any(inherited.values())
+        else ""
+    )
+    return f" (loops of this file: {named}{more}){several}"
+
+
+def _inherited_call(script: Script, loop: ast.AST) -> str | None:
+    """`self.step(...)` in a method of `class Custom(PPOTrainer)` where this file defines no
+    `step` for it: "self.step(), which PPOTrainer of another file defines"."""
+    function = script.function_of(loop)
+    owner = script.parent.get(function) if function is not None else None
+    if not isinstance(owner, ast.ClassDef):
+        return None
+    bases = [ast.unparse(base) for base in owner.bases if ast.unparse(base) not in script.classes]
+    own = {
+        node.name
+        for node in owner.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    for call in sorted(direct_calls(loop), key=lambda call: (call.lineno, call.col_offset)):
+        func = call.func
+        if (
+            bases
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr not in own
+            and any(word in func.attr.lower() for word in _STEP_WORDS)
+        ):
+            return f"self.{func.attr}(), which {' or '.join(bases)} of another file defines"
+    return None
+
+
+# What a method that runs a training step is called (`step`, `train_step`, `update_policy`).
+_STEP_WORDS = ("step", "train", "update", "optim")
 
 
 def step_function(script: Script) -> Function | None:

@@ -219,6 +219,28 @@ class Places:
         why = "counts the loader's batches from 0 on every pass over it"
         return [Shown(inner.lineno, _COUNTED, why)]
 
+    def quotient(self, gate: str | None) -> str | None:
+        """`train_step // args.grad_acc` where the optimizer steps `if train_step %
+        args.grad_acc == 0` (or on a flag set so): the steps a logged count of micro-batches
+        stands for, read while the optimizer steps."""
+        if gate is None:
+            return None
+        tests = [ast.parse(gate, mode="eval").body]
+        for entry in self.stream:  # `is_update = train_step % args.grad_acc == 0`
+            statement = entry.statement
+            if isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == gate:
+                tests.append(statement.value)
+        for test in tests:
+            for node in ast.walk(test):
+                if (
+                    isinstance(node, ast.BinOp)
+                    and isinstance(node.op, ast.Mod)
+                    and ast.unparse(node.left) in self.micro
+                ):
+                    left, right = ast.unparse(node.left), ast.unparse(node.right)
+                    return f"`{left} // {right}` (read while the optimizer steps)"
+        return None
+
     def suggestion(self) -> str | None:
         """`epoch * len(loader) + i`: an index across the run, for `for i, _ in
         enumerate(loader)` in a `for epoch in ...` loop of the same function, stepping on every

@@ -55,6 +55,12 @@ from tests.patching.test_find_shapes import marked, script
          IGNITE, 3, "create_supervised_trainer"),
         ("from ignite.engine import Engine\nengine = Engine(step)\nengine.run(data)\n", IGNITE,
          3, "Engine"),
+        # A function of the script that builds the trainer (a run, then one resumed from it).
+        ("from transformers import Trainer\ndef make(steps):\n    return Trainer(model)\n"
+         "make(20).train()\nresumed = make(40)\nresumed.train(resume_from_checkpoint=True)\n",
+         TRANSFORMERS, 4, "make"),
+        ("import transformers\ndef make(steps) -> transformers.Trainer:\n    t = build(steps)\n"
+         "    return t\nmake(20).train()\n", TRANSFORMERS, 5, "make"),
     ],
 )  # fmt: skip
 def test_library_loops_are_recognised(source: str, library: Any, line: int, trainer: str) -> None:

@@ -76,8 +76,12 @@ def test_a_logged_count_of_micro_batches_asks_and_its_quotient_agrees() -> None:
                     optimizer.step()
                     print(f"step {train_step}")
     """)
+    question = asked(source)
     assert "shows each step as `train_step` (line 8), which counts micro-batches (train_step " in (
-        asked(source)
+        question
+    )
+    assert question.endswith(
+        "(candidates: `train_step // accumulation` (read while the optimizer steps))"
     )
     updates = source.replace(
         'print(f"step {train_step}")', 'updates += 1\n            print(f"step {updates}")'

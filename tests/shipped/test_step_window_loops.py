@@ -442,3 +442,58 @@ def test_the_step_expr_asked_for_numbers_the_steps(tmp_path: Path, mode: str) ->
     assert not run.mismatched, run.mismatched  # each range holds the step logged as N
     for n in range(5, 9):
         assert run.inside(n) == [*FB, *OM], n
+
+
+# A PPO-style trainer: its update (the base class's `step`, in another file) runs the epochs
+# and mini-batches, four optimizer steps; the loop of this file logs one step per update.
+PPO_BASE = """\
+import torch
+
+
+class PPOTrainer:
+    def __init__(self):
+        self.model = torch.nn.Linear(4, 4)
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def step(self, batch):
+        for epoch in range(2):
+            for start in range(0, 4, 2):
+                self.model(batch).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+PPO = """\
+from ppo_base import PPOTrainer
+
+
+class CustomPPOTrainer(PPOTrainer):
+    def ppo_train(self):
+        for step in range(10):
+            self.step(step)
+            print("@@ log", step)
+
+
+CustomPPOTrainer().ppo_train()
+"""
+
+
+def test_an_update_of_several_optimizer_steps_is_one_step_where_asked(tmp_path: Path) -> None:
+    with pytest.raises(PatchError) as asked:
+        analyse(PPO)
+    assert "line 6 (in ppo_train) calls self.step(), which PPOTrainer of another file" in str(
+        asked.value
+    )
+    assert "also set capture.optimizer_steps to how many" in str(asked.value)
+    found = analyse(PPO, 6)  # the answer: loop_line, and the update's four optimizer steps
+    assert (found.step, found.at_step, found.scope) == ("step", "step", "ppo_train")
+    (tmp_path / "ppo_base.py").write_text(PPO_BASE)
+    more = {
+        "NSYSGEN_PROFILE_STEP_EXPR": "step",
+        "NSYSGEN_PROFILE_STEP_SCOPE": "train.py:ppo_train",
+        "NSYSGEN_PROFILE_OPTIMIZER_STEPS": "4",
+    }
+    run = run_script(tmp_path, PPO, window(3, 5, **more), mode="hook")
+    assert run.recorded == ["step 3", "step 4", "step 5"], run.stderr
+    assert not run.mismatched, run.mismatched  # each range is the update the loop logs as N
+    for n in range(3, 6):
+        assert run.inside(n) == [*FB, *OM] * 4, n
