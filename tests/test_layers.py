@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import sys
 from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
 
 from scripts.layer_rules import ANALYZE, REPO, imports, may_import, modules, rank
 
@@ -147,3 +148,58 @@ def test_contributing_walks_a_report_through_every_analysis_module_once() -> Non
         if p.name != "__init__.py"
     }
     assert {m: n for m, n in named.items() if n != 1} == {}
+
+
+# What `Config.setup` decides (nsysgen/model/setup.py), as code spells it when it derives it again.
+REDERIVED = {
+    "the launch shape": ('launch == "per_gpu"', 'launch != "per_gpu"', 'launch == "per_node"',
+                         'launch != "per_node"'),
+    "the step method": ("step_method(config)", 'step_method or "auto"'),
+    "the window's defaults": ("first_step or 0", "last_step or 0"),
+    "whether CUDA is traced": ('startswith("cuda")', "CUDA_VALUES"),
+    "the unit of a task": ('"rank" if',),
+}  # fmt: skip
+# Where they are decided, and where the raw value is itself checked (it must be a choice of the
+# workload's).
+DECIDES = {"nsysgen/model/setup.py", "nsysgen/model/__init__.py", "nsysgen/profile/semantic.py"}
+
+
+def test_the_setup_is_decided_once() -> None:
+    """Every module reads the launch, the step method, the window and the CUDA trace from
+    `config.setup`: none derives them from the config again."""
+    wrong = [
+        f"{path.relative_to(REPO)} derives {fact} again ({spelling})"
+        for path in sorted((REPO / "nsysgen").rglob("*.py"))
+        if str(path.relative_to(REPO)) not in DECIDES
+        for fact, spellings in REDERIVED.items()
+        for spelling in spellings
+        if spelling in path.read_text(encoding="utf-8")
+    ]
+    assert not wrong
+
+
+def _reads_first_step(path: Path) -> bool:
+    """The module's code reads capture.first_step (or the setup's), or the variable that
+    carries it to the helper; a mention in a message or docstring is no reading."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in ("first_step", "FIRST_STEP"):
+            return True
+        if isinstance(node, ast.Name) and node.id == "FIRST_STEP":
+            return True
+        if isinstance(node, ast.Subscript) and ast.unparse(node.slice) == "'first_step'":
+            return True
+    return False
+
+
+def test_contributing_walks_capture_first_step_through_every_module_that_reads_it() -> None:
+    """CONTRIBUTING.md's walk of `capture.first_step` names every module of the compile and the
+    run that reads it, once (the analysis reads the window from the reports' contract)."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    walk = text[text.index("## One value through the compile") : text.index("## One module, one")]
+    folder = REPO / "nsysgen"
+    readers = {
+        str(path.relative_to(folder))
+        for path in folder.rglob("*.py")
+        if "analyze" not in path.parts and _reads_first_step(path)
+    }
+    assert {m: walk.count(f"`{m}`") for m in readers if walk.count(f"`{m}`") != 1} == {}

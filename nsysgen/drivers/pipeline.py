@@ -63,6 +63,7 @@ def typed(data: dict[str, Any]) -> model.Config:
         {kind: workload.settings for kind, workload in WORKLOADS.items()},
         {name: target.settings for name, target in TARGETS.items()},
         {kind: workload.auto_window for kind, workload in WORKLOADS.items()},
+        {kind: workload.step_methods for kind, workload in WORKLOADS.items()},
     )
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from nsysgen.model import Capture, Config
 
-CUDA_VALUES = ("cuda", "cuda-sw", "cuda-hw")
-
 
 def blackwell(config: Config) -> bool:
     return config.cluster.blackwell
@@ -62,7 +60,3 @@ def records_hardware(config: Config, boxed: bool | None = None) -> bool:
     """Whether the CUDA trace nsys gets is the hardware one."""
     values = trace_values(config, boxed)
     return "cuda-hw" in values or ("cuda" in values and hardware_by_default(config))
-
-
-def traces_cuda(trace: tuple[str, ...]) -> bool:
-    return any(value in CUDA_VALUES for value in trace)

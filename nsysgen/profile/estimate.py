@@ -43,7 +43,7 @@ def captured_seconds(config: Config) -> tuple[float, str]:
             )
         return float(rest), f"up to {rest} s (delay to the job's time limit)"
     if capture.mode == "steps":
-        steps = (capture.last_step or 0) - (capture.first_step or 0) + 1
+        steps = config.setup.last_step - config.setup.first_step + 1
         seconds = steps * workload.step_seconds
         return (
             seconds,
@@ -59,7 +59,7 @@ def gpus_per_report(config: Config) -> int:
     """The GPUs (and training processes) one report records: one torchrun per node is one
     nsys process tree holding every rank of the node. nsysgen starts torchrun with one process
     per GPU; a user's own command says how many in its --nproc_per_node."""
-    if config.workload.launch != "per_node":
+    if config.setup.per_gpu:
         return 1
     argv = tuple(getattr(config.workload.settings, "argv", ()))
     for index, arg in enumerate(argv):
@@ -76,7 +76,7 @@ def estimate_report_size(config: Config) -> SizeEstimate:
     gpus = gpus_per_report(config)
     of_gpus = f" x {gpus} GPUs of a node in one report" if gpus > 1 else ""
     error = f"largest error on the calibration reports: {model['max_abs_error_percent']:.0f} %"
-    if any(trace.startswith("cuda") for trace in config.capture.trace):
+    if config.setup.traces_cuda:
         kernels = seconds * config.workload.kernels_per_second * gpus
         size = model["base_cuda_bytes"] + model["bytes_per_kernel"] * kernels
         basis = (

@@ -22,14 +22,14 @@ from nsysgen.patching.patch import (
     unified_patch,
 )
 from nsysgen.patching.syntax import parse
-from nsysgen.profile.workloads.steps import METHOD_TEXT, step_method
+from nsysgen.profile.workloads.steps import METHOD_TEXT
 
 
 def training_patch(config: Config) -> TrainingPatch | Issue | None:
     """The patch for the workload's own script, an Issue saying why there is none, or None
     when the setup has no script to patch."""
     settings = config.workload.settings
-    method = step_method(config)
+    method = config.setup.step_method
     if method not in ("hook", "patch") or not isinstance(settings, SourceSettings):
         return None
     if not settings.source:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nsysgen.model import Config
-from nsysgen.profile.cuda_trace import trace_values, traces_cuda
+from nsysgen.profile.cuda_trace import trace_values
 
 # Switches of capture.extra_args that start node-wide collectors.
 COLLECTOR_FLAGS = ("--enable", "--gpu-metrics-device", "--gpu-metrics-devices")
@@ -55,7 +55,7 @@ def profile_args(config: Config, output: str, boxed: bool | None = None) -> list
         args.append(f"--nccl-trace={','.join(capture.nccl_trace)}")
     if capture.pytorch:
         args.append(f"--pytorch={','.join(capture.pytorch)}")
-    if config.nsight.cuda_event_trace and traces_cuda(trace):
+    if config.nsight.cuda_event_trace and config.setup.traces_cuda:
         args.append("--cuda-event-trace=false")
     args += ["--force-overwrite=true", f"--output={output}", *capture.extra_args]
     return args

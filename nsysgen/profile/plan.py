@@ -47,7 +47,7 @@ def window_end(config: Config) -> float | None:
     if capture.mode == "window":
         return float(capture.delay_s + capture.duration) if capture.duration else None
     if capture.mode == "steps":
-        return ((capture.last_step or 0) + 1) * config.workload.step_seconds
+        return (config.setup.last_step + 1) * config.workload.step_seconds
     return None
 
 
@@ -67,7 +67,7 @@ def _window(config: Config) -> tuple[str, float | None]:
             return f"from {capture.delay_s} s to {end:.0f} s after launch", end
         return f"from {capture.delay_s} s after launch to the end of the program", None
     if capture.mode == "steps" and end is not None:
-        first, last = capture.first_step or 0, capture.last_step or 0
+        first, last = config.setup.first_step, config.setup.last_step
         step = config.workload.step_seconds
         return (
             f"training steps {first}..{last} (about {_span(first * step, end)} after the loop "
@@ -84,12 +84,14 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     found = target.recorded(config, facts)
     per_node = target.tasks_per_node(config)
     recorded = (
-        found if isinstance(found, RecordedTasks) else RecordedTasks.from_tasks(found, per_node)
+        found
+        if isinstance(found, RecordedTasks)
+        else RecordedTasks.from_tasks(found, per_node, config.setup.unit)
     )
     ranks = recorded_ranks(config, recorded)
     window, window_end = _window(config)
     env_vars = target.variables | facts.job_env.names()
-    if config.workload.launch == "per_gpu":
+    if config.setup.per_gpu:
         launch = f"one task per GPU: {per_node} tasks per node, a task is a global rank"
     else:
         launch = (
@@ -125,7 +127,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         total_bytes=total,
         slowdown=estimate_slowdown(
             kernels_per_second=config.workload.kernels_per_second,
-            traces_cuda=any(t.startswith("cuda") for t in config.capture.trace),
+            traces_cuda=config.setup.traces_cuda,
             recorded=ranks.total,
             world_size=config.cluster.world_size,
         ),

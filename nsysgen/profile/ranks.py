@@ -18,7 +18,7 @@ from nsysgen.profile.plan_types import RankSelection, TaskSet
 def select(config: Config) -> RankSelection:
     """Translate capture.ranks into task conditions for the workload's launch shape."""
     ranks = config.capture.ranks
-    per_gpu = config.workload.launch == "per_gpu"
+    per_gpu = config.setup.per_gpu
     gpus = config.cluster.gpus_per_node
     if isinstance(ranks, tuple):
         if per_gpu:

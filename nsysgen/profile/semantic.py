@@ -11,11 +11,10 @@ import yaml
 
 from nsysgen.errors import Issue
 from nsysgen.model import Config, ScriptSettings
-from nsysgen.profile.cuda_trace import trace_values, traces_cuda
+from nsysgen.profile.cuda_trace import trace_values
 from nsysgen.profile.pause import minutes, timeout_argument
 from nsysgen.profile.workloads.command import CommandSettings
 from nsysgen.profile.workloads.registry import workload_kind
-from nsysgen.profile.workloads.steps import step_method
 from nsysgen.resources import CONF_DIR
 
 Check = Callable[[Config], Iterator[Issue]]
@@ -83,7 +82,7 @@ def _step_window(config: Config) -> Iterator[Issue]:
     capture = config.capture
     if capture.mode != "steps":
         return
-    first, last = capture.first_step or 0, capture.last_step or 0
+    first, last = config.setup.first_step, config.setup.last_step
     if first > last:
         yield Issue(
             "capture.first_step",
@@ -111,7 +110,7 @@ def _step_window(config: Config) -> Iterator[Issue]:
             f"{config.workload.kind} numbers its steps from {native.first} (allowed: "
             f"first_step >= {native.first})",
         )
-    elif step_method(config) == "hook" and first <= start:
+    elif config.setup.step_method == "hook" and first <= start:
         yield Issue(
             "capture.first_step",
             "the zero-patch helper sees where a step ends (its optimizer step), so the first "
@@ -122,14 +121,14 @@ def _step_window(config: Config) -> Iterator[Issue]:
     # Zero-patch reads step_expr in the step loop's function while the optimizer steps: it
     # needs the source to know that function.
     source = getattr(settings, "source", None)
-    if step_method(config) == "hook" and getattr(settings, "step_expr", None) and not source:
+    if config.setup.step_method == "hook" and getattr(settings, "step_expr", None) and not source:
         yield Issue(
             f"workload.{config.workload.kind}.step_expr",
             "the zero-patch helper reads step_expr in the step loop's function while the "
             "optimizer steps, and knows that function from the script's source (allowed: null, "
             f"or workload.{config.workload.kind}.source set, or capture.step_method=patch)",
         )
-    if not traces_cuda(capture.trace):
+    if not config.setup.traces_cuda:
         yield Issue(
             "capture.trace",
             "capture by steps (cudaProfilerApi) needs 'cuda' traced (allowed: a list with 'cuda')",

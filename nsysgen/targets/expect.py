@@ -72,7 +72,7 @@ def _literal(text: str) -> str:
 def _unit(config: Config, target: Scheduler) -> str:
     unit = target.unit  # "task" (a rank, or a node's torchrun), "pod"
     if unit == "task":
-        unit = "rank" if config.workload.launch == "per_gpu" else "node"
+        unit = config.setup.unit
     return unit
 
 

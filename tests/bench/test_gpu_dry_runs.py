@@ -50,6 +50,7 @@ STEPS38 = {
     "two-phase-source": ("two_phase.py", 25, 29),
     "lightning-gan": ("lightning_gan.py", 10, 14),
     "ignite-loop": ("ignite_loop.py", 10, 14),
+    "epoch-index": ("epochs.py", 14, 17),
 }
 TWO_A_STEP = {"gan-two-optimizers", "lightning-gan"}
 STEPS24 = [f"{name}-{how}" for how in ("hook", "patch") for name in ("nanogpt", "ddp", "fabric")]
@@ -176,6 +177,10 @@ def test_steps38_dry_run(tmp_path: Path) -> None:
             assert len(row["keys"]) == per_step, row
             assert row["logged"] == [[row["step"]]] * per_step, row
         assert result["ok"] is True, result
+    # The compile asked for step_expr first (exit 2, why and a candidate), then took the answer.
+    asked = summary["setups"]["epoch-index"]["nsysgen_asked"]
+    assert "shows each step as `i` (line 32), which restarts every epoch;" in asked, asked
+    assert "(candidates: `epoch * len(loader) + i`)" in asked, asked
     assert summary["ok"] is True
 
     members = run.packed("steps38")

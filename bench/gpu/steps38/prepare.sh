@@ -24,6 +24,9 @@
 #   lightning-gan       lightning_gan.py: manual optimization, 2 optimizers a batch, 10..14
 #   ignite-loop         ignite_loop.py: an Ignite Engine, state.iteration, 10..14 (Ignite, pure
 #                       Python, travels in pylib/ for a device without it)
+#   epoch-index         epochs.py: logs each step's place in its epoch; the compile asks for
+#                       step_expr (its question kept in generated/epoch-index-asked.txt) and the
+#                       setup answers `epoch * len(loader) + i`, 14..17 across two epochs
 # Environment (for the CPU dry run, tests/bench/test_gpu_dry_runs.py; the device needs neither):
 #   STEPS38_ROOT (/tmp/nsysgen-steps38): the device's "shared filesystem", compiled into the jobs
 #   STEPS38_NSIGHT_ROOT (/opt/nvidia/nsight-compute/2025.3.1/host): the nsys bundle's host folder
@@ -42,8 +45,9 @@ nsysgen=nsysgen
 command -v nsysgen > /dev/null || nsysgen=$PWD/.venv/bin/nsysgen   # not activated: the project's venv
 
 # setup, program, first step, last step, optimizer steps a training step (what check.py expects),
-# whether nsysgen reads the program (workload.python.source), the arguments of a plain run of the
-# program before its job (device.sh; "-": none)
+# whether nsysgen reads the program (workload.python.source; "answer": and the step_expr below,
+# which it asks for), the arguments of a plain run of the program before its job (device.sh;
+# "-": none)
 setups="hf-trainer hf_trainer.py 10 14 1 no -
 lightning-trainer lightning_trainer.py 10 14 1 no -
 accelerate-loop accelerate_loop.py 10 14 1 yes -
@@ -54,7 +58,9 @@ hf-resume-same hf_resume.py 25 29 1 no -
 two-phase two_phase.py 25 29 1 no -
 two-phase-source two_phase.py 25 29 1 yes -
 lightning-gan lightning_gan.py 10 14 2 no -
-ignite-loop ignite_loop.py 10 14 1 no -"
+ignite-loop ignite_loop.py 10 14 1 no -
+epoch-index epochs.py 14 17 1 answer -"
+answer="workload.python.step_expr='epoch * len(loader) + i'"
 echo "$setups" > "$out/setups.txt"
 while read -r name program first last _per_step source _pre; do
   work=$out/work/$name/$rel
@@ -62,7 +68,17 @@ while read -r name program first last _per_step source _pre; do
   cp "$here/$program" "$here/proof.py" "$work/"
   case "$program" in hf_resume.py) cp "$here/hf_trainer.py" "$work/" ;; esac  # its Trainer parts
   args=()
-  [ "$source" = yes ] && args+=("workload.python.source=$rel/$program")
+  [ "$source" != no ] && args+=("workload.python.source=$rel/$program")
+  if [ "$source" = answer ]; then
+    # The question first: without step_expr the compile refuses (exit 2) and says why.
+    status=0
+    "$nsysgen" "${cluster[@]}" workload=python "${args[@]}" \
+      "workload.python.script=$root/work/$name/$rel/$program" capture=steps \
+      capture.step_method=hook "capture.first_step=$first" "capture.last_step=$last" \
+      "job.name=$name" "output_dir=$out/asked" 2> "$out/generated/$name-asked.txt" || status=$?
+    [ "$status" = 2 ] && grep -q 'set step_expr' "$out/generated/$name-asked.txt"
+    args+=("$answer")
+  fi
   # nsysgen's own summary (method, how it numbers the steps) goes into NAME.txt for the results.
   "$nsysgen" "${cluster[@]}" workload=python workload.python.interpreter=python3 \
     "workload.python.script=$root/work/$name/$rel/$program" "${args[@]}" \

@@ -59,7 +59,9 @@ def setup(results: Path, fields: list[str]) -> dict[str, Any]:
         "program": program,
         "window": f"{first}..{last}",
         "optimizer_steps_per_step": int(per_step),
-        "source_given": source == "yes",
+        "source_given": source != "no",
+        # "answer": compiled with the step_expr the compile asked for (its question kept).
+        "nsysgen_asked": (_read(results / "generated" / f"{name}-asked.txt") or "").strip(),
         "nsysgen_compile": (_read(results / "generated" / f"{name}.txt") or "").splitlines(),
         "job_status": job.get("status"),
         "job_wall_s": job.get("wall_s"),

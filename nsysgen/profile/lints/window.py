@@ -91,7 +91,7 @@ def steps_past_the_run(config: Config, plan: ProfilePlan) -> Iterator[tuple[str,
     capture = config.capture
     if capture.mode != "steps":
         return
-    first, last = capture.first_step or 0, capture.last_step or 0
+    first, last = config.setup.first_step, config.setup.last_step
     # Steps are numbered from 0 (capture.*_step), or as a framework with its own window
     # numbers them (Megatron logs iterations from 1).
     native, source = workload_kind(config).native, config.training_patch

@@ -56,13 +56,14 @@ class RecordedTasks:
     listed: tuple[tuple[int, int, int], ...] | None = None  # (task, node, local)
 
     @classmethod
-    def from_tasks(cls, tasks: Iterable[RecordedTask], per_node: int) -> RecordedTasks:
-        """A set of tasks a plug-in target enumerated itself (kept as a list)."""
+    def from_tasks(cls, tasks: Iterable[RecordedTask], per_node: int, unit: str) -> RecordedTasks:
+        """A set of tasks a plug-in target enumerated itself (kept as a list); `unit`: what
+        one task is (Setup.unit)."""
         items = list(tasks)
         names = {(t.task, t.node, t.local): t for t in items}
         return cls(
             per_node,
-            "rank" if per_node > 1 else "node",
+            unit,
             lambda task, node, local: names[(task, node, local)].report,
             lambda task, node, local: names[(task, node, local)].collectors,
             listed=tuple(names),

@@ -154,8 +154,8 @@ def window_ranks(config: Config) -> str:
     """
     ranks = config.capture.ranks
     if not isinstance(ranks, tuple):
-        return "all" if config.workload.launch == "per_node" else ranks
-    if config.workload.launch == "per_gpu":
+        return ranks if config.setup.per_gpu else "all"
+    if config.setup.per_gpu:
         return ",".join(map(str, ranks))
     gpus = config.cluster.gpus_per_node
     nodes = sorted({rank // gpus for rank in ranks})

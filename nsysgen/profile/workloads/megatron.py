@@ -48,9 +48,8 @@ def native_window(
     """
     if steps.method != "native":
         return None
-    capture = config.capture
     listed = None if steps.ranks == "all" else tuple(int(r) for r in steps.ranks.split(","))
-    return (capture.first_step or 0) - 1, capture.last_step or 0, listed
+    return config.setup.first_step - 1, config.setup.last_step, listed
 
 
 class MegatronFamily(Defaults):

@@ -80,8 +80,8 @@ class Nemo(Defaults):
             ranks = ",".join(map(str, explicit_ranks(config)))
             overrides += [
                 "model.nsys_profile.enabled=true",
-                f"model.nsys_profile.start_step={capture.first_step}",
-                f"model.nsys_profile.end_step={capture.last_step}",
+                f"model.nsys_profile.start_step={config.setup.first_step}",
+                f"model.nsys_profile.end_step={config.setup.last_step}",
                 f"model.nsys_profile.ranks=[{ranks}]",
                 "model.nsys_profile.gen_shape=false",
             ]

@@ -26,36 +26,15 @@ METHOD_TEXT = {
 }
 
 
-def step_method(config: Config) -> str | None:
-    """How the steps of capture=steps are recorded: hook, patch or native (None: not steps)."""
-    if config.capture.mode != "steps":
-        return None
-    methods = workload_kind(config).step_methods
-    chosen = config.capture.step_method or "auto"
-    if chosen == "auto":
-        return methods[0] if methods else None
-    return chosen
-
-
-def uses_site(config: Config) -> bool:
-    """The zero-patch helper is on the program's PYTHONPATH."""
-    return step_method(config) == "hook"
-
-
-def marks_steps(config: Config) -> bool:
-    """nsysgen's step helper runs in the program and marks each optimizer step."""
-    return step_method(config) == "patch" or uses_site(config)
-
-
 def step_window_env(config: Config) -> Env:
     """Variables the step helper reads; one patch or helper serves every sweep point."""
     capture = config.capture
-    method = step_method(config)
-    if method is None or not marks_steps(config):
+    method = config.setup.step_method
+    if method is None or not config.setup.marks_steps:
         return ()  # a framework's own window reads its arguments, not these
     env = [
-        (names.FIRST_STEP, str(capture.first_step)),
-        (names.LAST_STEP, str(capture.last_step)),
+        (names.FIRST_STEP, str(config.setup.first_step)),
+        (names.LAST_STEP, str(config.setup.last_step)),
         (names.RANKS, window_ranks(config)),
     ]
     if (capture.optimizer_steps or 1) != 1:
@@ -78,10 +57,10 @@ def step_window_env(config: Config) -> Env:
 def step_files(config: Config) -> tuple[str, ...]:
     """With capture=steps: the zero-patch helper, a patch for the workload's own script, or the
     helper to use by hand."""
-    method = step_method(config)
+    method = config.setup.step_method
     if method is None:
         return ()
-    if uses_site(config):
+    if config.setup.hooks:
         return (SITE_FILE, SITE_HELPER_FILE)
     if method != "patch":
         return ()
@@ -94,7 +73,7 @@ def step_files(config: Config) -> tuple[str, ...]:
 def step_ranges(config: Config) -> StepRanges | None:
     """How this config's reports show its steps (what verify checks)."""
     kind = workload_kind(config)
-    if step_method(config) == "native" and kind.native_ranges is not None:
+    if config.setup.step_method == "native" and kind.native_ranges is not None:
         return kind.native_ranges
     return kind.step_ranges
 
@@ -102,11 +81,11 @@ def step_ranges(config: Config) -> StepRanges | None:
 def step_facts(config: Config) -> StepFacts:
     """Everything above, once, for the plan."""
     return StepFacts(
-        method=step_method(config),
+        method=config.setup.step_method,
         env=step_window_env(config),
-        site=uses_site(config),
-        helper_dir=step_method(config) == "patch",
-        marks=marks_steps(config),
+        site=config.setup.hooks,
+        helper_dir=config.setup.step_method == "patch",
+        marks=config.setup.marks_steps,
         files=step_files(config),
         ranks=window_ranks(config),
         ranges=step_ranges(config),
@@ -115,7 +94,7 @@ def step_facts(config: Config) -> StepFacts:
 
 def step_detection(config: Config) -> tuple[tuple[str, str], ...]:
     """What nsysgen found about the steps, before the run: for plan, compile and the README."""
-    method = step_method(config)
+    method = config.setup.step_method
     if method is None:
         return ()
     source = config.training_patch
@@ -155,7 +134,7 @@ def _counted(config: Config) -> str:
 
 def _checked(config: Config) -> str:
     """The run-time check of the counter, in the helper's words."""
-    first = config.capture.first_step
+    first = config.setup.first_step
     rule = (
         "the helper numbers by a counter only if it advanced by exactly 1 from each training "
         f"step to the next before step {first}; else by its own count, saying why on stderr "

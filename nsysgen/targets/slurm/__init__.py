@@ -39,7 +39,7 @@ from nsysgen.targets.slurm.tasks import (
 def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     selection = plan.facts.selection
     collectors = list(plan.collector_args)
-    per_gpu = config.workload.launch == "per_gpu"
+    per_gpu = config.setup.per_gpu
     uses_local_id = "first_on_node" in (
         selection.profiled.kind,
         selection.collectors.kind if collectors else "",
@@ -57,8 +57,8 @@ def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "collector_args": collectors,
             "profiled": selection.profiled,
             "collectors": selection.collectors,
-            "profiled_text": describe(selection.profiled, per_gpu),
-            "collectors_text": describe(selection.collectors, per_gpu),
+            "profiled_text": describe(selection.profiled, config.setup.unit),
+            "collectors_text": describe(selection.collectors, config.setup.unit),
             "uses_local_id": uses_local_id,
             "per_gpu": per_gpu,
             # Where the step helper is: the zero-patch one on PYTHONPATH, a patched loop's
@@ -82,7 +82,7 @@ def _wrapper(config: Config, plan: ProfilePlan) -> ArtifactSpec:
 
 
 def _readme(config: Config, plan: ProfilePlan, files: list[str], shared: list[str]) -> ArtifactSpec:
-    per_gpu = config.workload.launch == "per_gpu"
+    per_gpu = config.setup.per_gpu
     selection, facts = plan.facts.selection, plan.facts
     return ArtifactSpec(
         path="README.md",
@@ -93,8 +93,8 @@ def _readme(config: Config, plan: ProfilePlan, files: list[str], shared: list[st
             "files": files,
             "shared": shared,
             "per_gpu": per_gpu,
-            "profiled_text": describe(selection.profiled, per_gpu),
-            "collectors_text": describe(selection.collectors, per_gpu),
+            "profiled_text": describe(selection.profiled, config.setup.unit),
+            "collectors_text": describe(selection.collectors, config.setup.unit),
             "collector_args": list(plan.collector_args),
             "report_pattern": report_output(config) + ".nsys-rep",
             "step_env": dict(program(plan).env),

@@ -59,7 +59,7 @@ def directive_value(value: str) -> str:
 def srun_args(config: Config) -> list[str]:
     cluster, workload = config.cluster, config.workload
     args = ["--label"]
-    if workload.launch == "per_node":
+    if not config.setup.per_gpu:
         # Inherited SLURM_NTASKS would otherwise override --ntasks-per-node.
         args += [ShellExpr("--ntasks=${SLURM_JOB_NUM_NODES}"), "--ntasks-per-node=1"]
     elif cluster.slurm_mpi:
@@ -76,7 +76,7 @@ def srun_args(config: Config) -> list[str]:
 
 def job_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     prog = program(plan)
-    per_gpu = config.workload.launch == "per_gpu"
+    per_gpu = config.setup.per_gpu
     return ArtifactSpec(
         path="job.sbatch",
         template="slurm/job.sbatch.j2",
@@ -96,7 +96,7 @@ def job_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
                 if per_gpu
                 else "one torchrun per node driving every GPU of the node"
             ),
-            "profiled_text": describe(plan.facts.selection.profiled, per_gpu),
+            "profiled_text": describe(plan.facts.selection.profiled, config.setup.unit),
         },
     )
 

@@ -68,7 +68,7 @@ def own_script(config: Config) -> bool:
 
 def tasks_per_node(config: Config) -> int:
     """srun's tasks on a node: one per GPU, or one launcher (torchrun) per node."""
-    return config.cluster.gpus_per_node if config.workload.launch == "per_gpu" else 1
+    return config.setup.tasks_per_node
 
 
 def tasks_text(config: Config) -> str:
@@ -80,7 +80,7 @@ def tasks_text(config: Config) -> str:
 def report_output(config: Config) -> str:
     """The -o value: unique per job, rank and node, in the run's own folder (job<ID>/ in the
     report folder, so that runs never mix); nsys appends .nsys-rep."""
-    suffix = _PER_GPU_SUFFIX if config.workload.launch == "per_gpu" else _PER_NODE_SUFFIX
+    suffix = _PER_GPU_SUFFIX if config.setup.per_gpu else _PER_NODE_SUFFIX
     capture = config.capture
     path = report_path(capture.report_dir, capture.report_name, f"{config.job.name}{suffix}")
     folder, name = posixpath.split(path)
@@ -120,7 +120,7 @@ def recorded(config: Config, facts: Facts) -> RecordedTasks:
     def collects(task: int, node: int, local: int) -> bool:
         return extra_collectors or (has_collectors and selection.collectors.contains(task, local))
 
-    unit = "rank" if config.workload.launch == "per_gpu" else "node"
+    unit = config.setup.unit
     profiled = selection.profiled
     if profiled.kind == "listed":
         listed = tuple(
@@ -135,8 +135,8 @@ def recorded(config: Config, facts: Facts) -> RecordedTasks:
     )
 
 
-def describe(tasks: TaskSet, per_gpu: bool) -> str:
-    unit = "rank" if per_gpu else "node"
+def describe(tasks: TaskSet, unit: str) -> str:
+    """`unit`: what one task is (Setup.unit)."""
     if tasks.kind == "all":
         return f"every {unit}"
     if tasks.kind == "first_on_node":

@@ -73,6 +73,7 @@ def test_a_plug_ins_own_list_of_tasks() -> None:
             RecordedTask(9, 1, 1, "/r/b", False),
         ],
         per_node=8,
+        unit="rank",
     )
     assert (len(tasks), tasks.unit, tasks.nodes, tasks.collector_count) == (3, "rank", 2, 2)
     assert tasks.describe() == "ranks 0-1, 9"
@@ -81,7 +82,7 @@ def test_a_plug_ins_own_list_of_tasks() -> None:
     assert tasks.collector_tasks(1) == [0]
     assert [t.task for t in tasks.between(1, 9)] == [1, 9]
     assert tasks.name_pattern() is None
-    one = RecordedTasks.from_tasks([RecordedTask(3, 3, 0, "/r/n3", False)], per_node=1)
+    one = RecordedTasks.from_tasks([RecordedTask(3, 3, 0, "/r/n3", False)], per_node=1, unit="node")
     assert (one.unit, one.describe(), one.reports_per()) == (
         "node",
         "node 3",

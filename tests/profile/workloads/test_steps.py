@@ -12,12 +12,9 @@ from nsysgen.model import TrainingPatch
 from nsysgen.profile.plan_types import PATCH_FILE, SITE_FILE, SITE_HELPER_FILE, WINDOW_HELPER_FILE
 from nsysgen.profile.workloads.steps import (
     METHOD_TEXT,
-    marks_steps,
     step_detection,
     step_files,
-    step_method,
     step_window_env,
-    uses_site,
 )
 from tests.profile.configs import config
 
@@ -41,9 +38,9 @@ def test_the_method_is_the_workloads_default_unless_chosen(
     overrides: tuple[str, ...], method: str | None
 ) -> None:
     chosen = config(*overrides)
-    assert step_method(chosen) == method
-    assert uses_site(chosen) is (method == "hook")
-    assert marks_steps(chosen) is (method in ("hook", "patch"))
+    assert chosen.setup.step_method == method  # decided once, when the config is typed
+    assert chosen.setup.hooks is (method == "hook")
+    assert chosen.setup.marks_steps is (method in ("hook", "patch"))
 
 
 def test_the_helpers_variables_and_the_count_it_is_told() -> None:

@@ -50,7 +50,7 @@ def test_a_launcher_per_node_and_a_report_name_of_ones_own() -> None:
 def test_one_per_node_records_local_rank_0_of_each_node() -> None:
     config, plan = planned("capture.ranks=one_per_node", "cluster.nodes=3")
     assert [(t.task, t.node, t.local) for t in plan.recorded] == [(0, 0, 0), (8, 1, 0), (16, 2, 0)]
-    assert describe(plan.facts.selection.profiled, True) == "local rank 0 of every node"
+    assert describe(plan.facts.selection.profiled, "rank") == "local rank 0 of every node"
     assert tasks_text(config) == "24 tasks on 3 nodes (8 per node, a task per GPU)"
 
 
@@ -64,9 +64,9 @@ def test_each_task_sees_slurms_variables_then_the_jobs() -> None:
 
 
 def test_task_sets_read_as_a_person_says_them() -> None:
-    assert describe(TaskSet("all"), False) == "every node"
-    assert describe(TaskSet("listed", (3,)), False) == "node 3"
-    assert describe(TaskSet("listed", (3, 4)), True) == "ranks 3, 4"
+    assert describe(TaskSet("all"), "node") == "every node"
+    assert describe(TaskSet("listed", (3,)), "node") == "node 3"
+    assert describe(TaskSet("listed", (3, 4)), "rank") == "ranks 3, 4"
 
 
 def test_container_and_own_script_switches() -> None:

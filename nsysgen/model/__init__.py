@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
+from nsysgen.model.setup import Setup, resolve
+
 RankPolicy = Literal["one_per_node", "all"]
 Launch = Literal["per_gpu", "per_node"]
 CaptureMode = Literal["window", "steps", "nvtx"]
@@ -23,8 +25,7 @@ Block = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class WorkloadSettings:
-    """The `workload.<kind>` block; each workload kind subclasses it
-    (nsysgen/profile/workloads/)."""
+    """The `workload.<kind>` block; each kind subclasses it (nsysgen/profile/workloads/)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ class Config:
     job: Job
     output_dir: str
     lints: Lints
+    setup: Setup  # what the rest implies, decided once here (model/setup.py)
     # Every composed value at its config path, for checks that must see all of them (secrets).
     values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # The training script's step-window patch (nsysgen.profile.inputs), read during validation.
@@ -262,19 +264,20 @@ def from_dict(
     workload_settings: Mapping[str, Callable[[Block], WorkloadSettings]],
     target_settings: Mapping[str, Callable[[Block], TargetSettings]],
     auto_windows: Mapping[str, tuple[int, int]] | None = None,
+    step_methods: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Config:
     """Convert a schema-valid composed config into typed objects. The `workload.<kind>` and
-    `target` blocks are typed by their registries' parsers, and `auto` capture windows are
-    each workload's, which the pipeline passes in."""
+    `target` blocks are typed by their registries' parsers; `auto` windows and step methods
+    are each workload's (the pipeline passes them in), and the setup is resolved once."""
     workload, target = data["workload"], data["target"]
+    kind = workload["kind"]
+    cluster = cluster_from(data["cluster"])
+    capture = capture_from(data["capture"], (auto_windows or {}).get(kind, AUTO_WINDOW_TRAINING))
+    methods = (step_methods or {}).get(kind, ())
     return Config(
-        cluster=cluster_from(data["cluster"]),
-        workload=workload_from(
-            workload, workload_settings[workload["kind"]](workload[workload["kind"]])
-        ),
-        capture=capture_from(
-            data["capture"], (auto_windows or {}).get(workload["kind"], AUTO_WINDOW_TRAINING)
-        ),
+        cluster=cluster,
+        workload=workload_from(workload, workload_settings[kind](workload[kind])),
+        capture=capture,
         target=TargetConfig(name=target["name"], settings=target_settings[target["name"]](target)),
         nsight=nsight_from(data["nsight"]),
         job=Job(name=data["job"]["name"], time_limit_min=data["job"]["time_limit_min"]),
@@ -283,6 +286,7 @@ def from_dict(
             severity=dict(data["lints"]["severity"]),
             max_profiled_ranks=data["lints"]["max_profiled_ranks"],
         ),
+        setup=resolve(workload["launch"], cluster.gpus_per_node, capture, methods),
         values=data,
         analysis=Analysis(**data["analysis"]) if "analysis" in data else Analysis(),
     )
