@@ -30,6 +30,7 @@ from pathlib import Path
 from distributed import Client, LocalCluster
 
 from nsysgen.analyze.read.cache import key_file, report_key
+from nsysgen.analyze.read.export import export_sqlite
 from nsysgen.analyze.read.map import (
     Progress,
     Task,
@@ -39,7 +40,6 @@ from nsysgen.analyze.read.map import (
     plan_tasks,
     run_task,
 )
-from nsysgen.analyze.read.nccl import export_sqlite
 
 
 def reset_peak_rss() -> None:

@@ -18,9 +18,7 @@ from nsysgen.analyze.read.map import (
     plan_tasks,
     result_key,
 )
-from nsysgen.analyze.read.nccl import (
-    parse_nccl_tests_log,
-)
+from nsysgen.analyze.read.nccl_tests import parse_nccl_tests_log
 from nsysgen.analyze.read.runs import Run
 from nsysgen.analyze.reduce import reduce
 from nsysgen.analyze.render import console

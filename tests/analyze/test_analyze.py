@@ -78,21 +78,6 @@ def test_plot_is_a_png_per_operation(analysed: Analysed) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
 
 
-def test_nccl_tests_log_is_parsed(tmp_path: Path) -> None:
-    from nsysgen.analyze.errors import AnalyzeError
-    from nsysgen.analyze.read.nccl import parse_nccl_tests_log
-
-    log = tmp_path / "log"
-    log.write_text(NCCL_TESTS_LOG)
-    assert parse_nccl_tests_log(log) == {1024: (14.2, 0.07), 134217728: (470.1, 285.51)}
-    # The job's own log, as srun --label writes it: the task id before every line.
-    log.write_text("".join(f"0: {line}\n" for line in NCCL_TESTS_LOG.splitlines()))
-    assert parse_nccl_tests_log(log) == {1024: (14.2, 0.07), 134217728: (470.1, 285.51)}
-    log.write_text("nothing here\n")
-    with pytest.raises(AnalyzeError):
-        parse_nccl_tests_log(log)
-
-
 def test_analyze_errors_are_input_errors(tmp_path: Path, run_cli: RunCli) -> None:
     empty = run_cli("analyze", str(tmp_path))
     assert (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze.errors import AnalyzeError
-from nsysgen.analyze.read import nccl
+from nsysgen.analyze.read import nccl_tests
 from nsysgen.errors import NsysgenError
 
 
@@ -17,4 +17,4 @@ def test_one_line_and_an_input_error() -> None:
     assert isinstance(error, NsysgenError)
     assert error.user_message() == "error: reports/: no .nsys-rep or .sqlite reports"
     with pytest.raises(AnalyzeError, match="^--nccl-tests-log"):  # the readers raise this one
-        nccl.parse_nccl_tests_log(Path("/nonexistent/log"))
+        nccl_tests.parse_nccl_tests_log(Path("/nonexistent/log"))

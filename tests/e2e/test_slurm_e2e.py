@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysgen.analyze.read.nccl import export_sqlite
+from nsysgen.analyze.read.export import export_sqlite
 from nsysgen.cli import main
 from nsysgen.config.compose import Composer
 from nsysgen.drivers import pipeline

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze.errors import AnalyzeError
-from nsysgen.analyze.read.nccl import export_sqlite, find_nsys
+from nsysgen.analyze.read.export import export_sqlite, find_nsys
 from nsysgen.reports import export
 from nsysgen.reports.export import NoNsys, current_export, make_export
 from nsysgen.shipped.verify.tools import Tools

@@ -32,13 +32,9 @@ from nsysgen.analyze.read.cache import (
     report_key,
     save_reduced,
 )
+from nsysgen.analyze.read.discovery import report_sources, unpack_hint
+from nsysgen.analyze.read.export import export_sqlite, find_nsys
 from nsysgen.analyze.read.head_start import HeadStart
-from nsysgen.analyze.read.nccl import (
-    export_sqlite,
-    find_nsys,
-    report_sources,
-    unpack_hint,
-)
 from nsysgen.analyze.read.report import Reduced, read_export, refuse_incomplete
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import re
-import shlex
 import sqlite3
 import statistics
 import struct
@@ -22,11 +21,8 @@ from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 
-from nsysgen.analyze.errors import AnalyzeError
 from nsysgen.analyze.read.safe import cell
 from nsysgen.analyze.read.steps import COMM_NAME, STEP_NAME
-from nsysgen.reports.export import NoNsys, export_path, is_current, make_export
-from nsysgen.reports.export import find_nsys as nsys_to_use
 
 # A message size written at the end of a range named for a collective ("allreduce 1048576"),
 # the way hand-annotated benchmarks name them. Other names ending in a number ("step 17",
@@ -45,34 +41,6 @@ class NcclCall:
     kernel: str
     start_ns: int
     duration_ns: int
-
-
-def export_sqlite(report: Path, nsys: str, force: bool = False) -> Path:
-    """The report's SQLite export, made with nsys unless an up-to-date one exists (or `force`):
-    nsysgen/reports/export.py's, the one the shipped verifier makes too (the same switches,
-    and renamed into place once whole)."""
-    target = export_path(report)
-    if not force and is_current(report, target):
-        return target
-    made, said = make_export(nsys, report)
-    if made is None:
-        raise AnalyzeError(f"nsys export failed for {report}: {said}")
-    return made
-
-
-def find_nsys(explicit: str | None) -> str:
-    try:
-        found = nsys_to_use(explicit)
-    except NoNsys as error:
-        found, why = None, f"{error}; "
-    else:
-        why = ""
-    if not found:
-        raise AnalyzeError(
-            f"no nsys to export .nsys-rep reports with ({why}allowed: --nsys PATH, the "
-            "NSYS variable, nsys on PATH, or .sqlite exports)"
-        )
-    return found
 
 
 def calls_in(db: sqlite3.Connection, tables: set[str], report: str) -> list[NcclCall]:
@@ -184,38 +152,6 @@ def _payload_size(blob: bytes | str | None, offsets: dict[int, int]) -> int | No
     return int(struct.unpack_from("<Q", data, start + field)[0])
 
 
-# A line of `srun --label` output starts with its task id: "0: ".
-_TASK_LABEL = re.compile(r"^\s*\d+:\s")
-
-
-def parse_nccl_tests_log(path: Path) -> dict[int, tuple[float, float | None]]:
-    """size (bytes) -> (out-of-place time in us, bus bandwidth in GB/s), from the result table
-    nccl-tests prints (size count type redop root time algbw busbw #wrong ...), also in a job
-    log whose lines carry srun's task labels."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise AnalyzeError(f"--nccl-tests-log {path}: {exc.strerror or exc}") from None
-    rows: dict[int, tuple[float, float | None]] = {}
-    for line in text.splitlines():
-        fields = _TASK_LABEL.sub("", line).split()
-        if len(fields) >= 6 and fields[0].isdigit() and fields[1].isdigit():
-            try:
-                time_us = float(fields[5])
-            except ValueError:
-                continue
-            try:
-                busbw: float | None = float(fields[7])
-            except (IndexError, ValueError):
-                busbw = None
-            rows[int(fields[0])] = (time_us, busbw)
-    if not rows:
-        raise AnalyzeError(
-            f"{path}: no nccl-tests result rows (size count type redop root time ...) found"
-        )
-    return rows
-
-
 def human_size(size: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
@@ -308,78 +244,3 @@ def write_csvs(calls: list[NcclCall], summary: list[SizeSummary], out: Path) -> 
                 ]
             )
     return [calls_file, summary_file]
-
-
-# How reports are archived, and the command that unpacks them next to the archive (kept).
-_UNPACK = {
-    ".tar.gz": "tar -xzf",
-    ".tgz": "tar -xzf",
-    ".tar.xz": "tar -xJf",
-    ".tar.zst": "tar --zstd -xf",
-    ".tar": "tar -xf",
-    ".xz": "xz -dk",
-    ".gz": "gunzip -k",
-    ".zst": "zstd -dk",
-    ".bz2": "bunzip2 -k",
-    ".zip": "unzip",
-}
-
-
-def _archive(path: Path) -> str | None:
-    """The archive suffix of a file that may hold reports, or None."""
-    name = path.name
-    if not any(part in name for part in (".nsys-rep", ".sqlite")) and ".tar" not in name:
-        return None
-    return next((suffix for suffix in _UNPACK if name.endswith(suffix)), None)
-
-
-def unpack_hint(files: list[Path]) -> str:
-    """'; 2 are compressed reports, which analyze does not read: unpack them first: xz -dk
-    DIR/*.sqlite.xz' for archived reports among `files`, or ''. Exports are often archived, and
-    "no reports" alone leaves the user guessing."""
-    archived = sorted(path for path in files if _archive(path))
-    if not archived:
-        return ""
-    commands = []
-    for suffix in dict.fromkeys(str(_archive(path)) for path in archived):
-        group = [path for path in archived if path.name.endswith(suffix)]
-        folder = shlex.quote(str(group[0].parent))
-        if suffix.startswith((".tar", ".tgz")):  # tar takes one archive per call
-            commands += [f"{_UNPACK[suffix]} {shlex.quote(str(p))} -C {folder}" for p in group]
-        elif len(group) > 1:
-            kinds = sorted({p.name.rsplit(".", 2)[-2] for p in group})
-            middle = f".{kinds[0]}" if len(kinds) == 1 else ""
-            commands.append(f"{_UNPACK[suffix]} {folder}/*{middle}{suffix}")
-        else:
-            commands.append(f"{_UNPACK[suffix]} {shlex.quote(str(group[0]))}")
-    return (
-        f"; {len(archived)} compressed report file(s), which analyze does not read: unpack "
-        f"them first: {'; '.join(commands)}"
-    )
-
-
-def report_sources(path: Path) -> list[tuple[Path | None, Path | None]]:
-    """(report, its SQLite export) for every report at `path`, each report once.
-
-    A report and its export (`x.nsys-rep` and `x.sqlite`, as `nsys export` names them) are one
-    report: reading both would count every call twice.
-    """
-    if not path.exists():
-        raise AnalyzeError(f"{path}: no such file or folder")
-    if path.is_file() and path.suffix == ".sqlite":
-        # An export named on the command line is read as given.
-        return [(None, path)]
-    if path.is_dir():
-        reports, exports = list(path.glob("*.nsys-rep")), list(path.glob("*.sqlite"))
-    elif path.suffix == ".nsys-rep":
-        reports, exports = [path], [path.with_suffix(".sqlite")]
-    else:
-        raise AnalyzeError(
-            f"{path}: not a report (allowed: .nsys-rep, .sqlite, or a folder){unpack_hint([path])}"
-        )
-    # Hidden files are nsysgen's own exports in progress (export_sqlite).
-    reports = [r for r in reports if not r.name.startswith(".")]
-    exports = [e for e in exports if not e.name.startswith(".")]
-    by_report = {r.with_suffix(""): r for r in reports if r.is_file()}
-    by_export = {e.with_suffix(""): e for e in exports if e.is_file()}
-    return [(by_report.get(stem), by_export.get(stem)) for stem in sorted({*by_report, *by_export})]
