@@ -24,6 +24,7 @@ from typing import Any, TypedDict, cast
 
 from nsysgen.analyze.errors import AnalyzeError
 from nsysgen.analyze.judge.summary import SCHEMA, StepField, Summary
+from nsysgen.analyze.judge.window import JudgedWindow
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,9 @@ JOB_STEP = "job median step time"
 
 def _judged(summary: Summary, rank: Any) -> list[Any]:
     # A baseline written before the last step was left out too has only the first.
-    edges = {summary.get("first_step_ignored"), summary.get("last_step_ignored")} - {None}
+    window = JudgedWindow.of(summary)
     steps = rank.get("steps") or []
-    return [s for s in steps if s["step"] not in edges or len(steps) == 1]
+    return [s for s in steps if window.keeps(s["step"], alone=len(steps) == 1)]
 
 
 def job_step(summary: Summary) -> float | None:

@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from nsysgen.analyze.judge import naming
+from nsysgen.analyze.judge.window import JudgedWindow
 from nsysgen.analyze.render import html_svg as svg
 from nsysgen.analyze.render import views
 
@@ -92,11 +93,7 @@ def _heatmaps(summary: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]], ti
 
 
 def _edges(summary: Mapping[str, Any]) -> set[int]:
-    return {
-        int(v)
-        for v in (summary.get("first_step_ignored"), summary.get("last_step_ignored"))
-        if isinstance(v, int)
-    }
+    return set(JudgedWindow.of(summary).edges)
 
 
 def _spread_chart(summary: Mapping[str, Any], field: str, what: str, colour: str) -> str:
@@ -276,7 +273,8 @@ def breakdown(summary: Mapping[str, Any]) -> str:
 
 
 def window(summary: Mapping[str, Any]) -> str:
-    first, last = summary.get("first_step_ignored"), summary.get("last_step_ignored")
+    read = JudgedWindow.of(summary)
+    first, last = read.first_edge, read.last_edge
     head = '<section id="window"><h2>The window\'s edges</h2>'
     if first is None and last is None:
         return head + para("No steps recorded: no window.") + "</section>"

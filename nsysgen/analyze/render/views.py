@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsysgen.analyze.judge.naming import GPUS_PER_NODE, _named_node, node_of
+from nsysgen.analyze.judge.window import JudgedWindow
 from nsysgen.analyze.read.ranks import NO_KERNELS
 
 # From this many ranks on, no view draws one bar or one row per rank: distributions over ranks,
@@ -205,13 +206,8 @@ def by_node(summary: Mapping[str, Any]) -> list[NodeLateness]:
 def judged_steps(summary: Mapping[str, Any]) -> list[int]:
     """The steps the verdict judged (by_step's flag: the window's edges and the steps a rank
     cannot be judged on left out); without any, the steps inside the window."""
-    judged = [int(s["step"]) for s in summary.get("by_step") or [] if s.get("judged")]
-    if judged:
-        return judged
-    steps = {int(s["step"]) for r in stepped(summary) for s in r["steps"]}
-    edges = {summary.get("first_step_ignored"), summary.get("last_step_ignored")}
-    inside = sorted(steps - edges)
-    return inside or sorted(steps)
+    recorded = (int(s["step"]) for r in stepped(summary) for s in r["steps"])
+    return JudgedWindow.of(summary).steps(recorded)
 
 
 def waited_for(summary: Mapping[str, Any], late_rank: int, steps: list[int]) -> list[int]:

@@ -1,0 +1,46 @@
+"""The steps an analysis judged, as one typed value. judge/ decides them once: the window's
+edges (the first and last recorded step, which the capture's open and close pause) are left out
+(summary.py's first/last_step_ignored), and so is a step no rank could be judged on (waiting.py's
+by_step flag). Every reader (the views, the HTML report, the regression gate, a baseline written
+by an older nsysgen) reads them here, not from the summary's keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JudgedWindow:
+    first_edge: int | None  # the first recorded step, not judged (None: no steps)
+    last_edge: int | None  # the last, where a step lies between them
+    judged: tuple[int, ...]  # the steps the verdict judged ((): none flagged, an old summary)
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> JudgedWindow:
+        first, last = summary.get("first_step_ignored"), summary.get("last_step_ignored")
+        rows = summary.get("by_step") or []
+        return cls(
+            first if isinstance(first, int) else None,
+            last if isinstance(last, int) else None,
+            tuple(
+                int(row["step"]) for row in rows if isinstance(row, Mapping) and row.get("judged")
+            ),
+        )
+
+    @property
+    def edges(self) -> frozenset[int]:
+        return frozenset(e for e in (self.first_edge, self.last_edge) if e is not None)
+
+    def steps(self, recorded: Iterable[int]) -> list[int]:
+        """The judged steps; where none is flagged, the recorded steps inside the edges (all of
+        them where nothing lies inside)."""
+        if self.judged:
+            return list(self.judged)
+        steps = set(recorded)
+        return sorted(steps - self.edges) or sorted(steps)
+
+    def keeps(self, step: int, alone: bool) -> bool:
+        """A rank's step counts in its figures: not an edge, unless it is the rank's only one."""
+        return step not in self.edges or alone
