@@ -118,7 +118,7 @@ def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | No
     if not any(
         reading.agrees(place, numbered.step, numbered.at_step, numbered.counter) for place in places
     ):
-        how = f"`{numbered.at_step}`" if numbered.at_step else "its own count from 0"
+        how = f"`{numbered.at_step}`" if numbered.at_step else "its own count of optimizer steps"
         # step_expr is read where numbered.step is (the loop's top, in patch mode).
         candidates = [f"`{numbered.step}`"] if numbered.step else []
         for suggested in (reading.suggestion(), reading.quotient(found.gate)):

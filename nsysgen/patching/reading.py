@@ -63,7 +63,7 @@ def _has_product(node: ast.AST) -> bool:
 _START_WORDS = ("start", "resume", "begin", "init", "offset")
 
 
-def _global_index(value: ast.expr, iterating: set[str]) -> bool:
+def global_index(value: ast.expr, iterating: set[str]) -> bool:
     """`epoch * len(loader) + i`, `nbatches * k + j + 1`, `self.epoch * n + self.local_step`:
     an epoch offset (a product of values fixed during the epoch) plus the loop's index; or
     the step a run starts from plus the index (`i = idx + args.start_iter`)."""
@@ -135,7 +135,7 @@ class Reading:
         for index, statement in self.own:
             if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
                 continue
-            if not _global_index(statement.value, self.iterating):
+            if not global_index(statement.value, self.iterating):
                 continue
             if index < self.stepping:
                 found.append(_Candidate(ast.unparse(statement.targets[0]), statement.value, False))

@@ -26,9 +26,11 @@ from nsysgen.patching.logged import (
     step_arguments,
     text_of,
 )
+from nsysgen.patching.reading import global_index
 from nsysgen.patching.script import Script
 from nsysgen.patching.step_loop import (
     COMPUTED,
+    COUNTER,
     COUNTER_LOGGED,
     ENGINE_COUNTER_LOGGED,
     FUNCTIONS,
@@ -128,6 +130,8 @@ def _index_of(loop: Loop | Function, stream: list[Entry]) -> set[str]:
         if not isinstance(statement, (ast.Assign, ast.AugAssign)):
             continue
         calls = [c for c in ast.walk(statement.value) if isinstance(c, ast.Call)]
+        if global_index(statement.value, found):
+            continue  # `it = epoch * len(loader) + i` counts across epochs
         if all(last_name(c.func) == "len" for c in calls) and _variables(statement) & found:
             found |= _assigned(statement)
     return found
@@ -181,6 +185,14 @@ class Places:
         # The loop's own index, where the loop runs once per micro-batch.
         self.index = _elements(loop.target) if isinstance(loop, ast.For) and micro_index else set()
         self.text = _in_text([entry.statement for entry in stream])
+        self.logged = {  # what any log of the iteration shows, as written
+            text
+            for entry in stream
+            for call in direct_calls(entry.statement)
+            if is_log_call(call)
+            for argument in [*call.args, *(k.value for k in call.keywords)]
+            for text in _variables(argument)
+        }
         self.micro = {  # counters that advance on iterations that do not step
             ast.unparse(target)
             for entry in stream
@@ -199,8 +211,9 @@ class Places:
                 # Not `"[{epoch}/{epochs}]"`, nor `"({correct}/{total})"`.
                 shown = [v for v in labelled if _variables(v) & self.changing]
                 shown += [v for v in places if _variables(v) & self.derived]
+                shown = [v for v in shown if not isinstance(v, (ast.Starred, ast.Dict))]
                 for value in shown:
-                    text = self.script.segment(value)
+                    text = ast.unparse(value)  # one line, whatever the source's layout
                     found.append(Shown(call.lineno, text, self._why(value)))
             templates.update(_templates([statement]))
         return found + self._outer()
@@ -277,7 +290,8 @@ class Places:
         if reads & self.index:
             return "counts micro-batches (the loop runs once per micro-batch)"
         if self.restarts is not None and reads & self.derived:
-            return self.restarts
+            # `epoch * len(loader) + i + 1` counts across epochs, whatever its index does.
+            return None if global_index(value, self.derived) else self.restarts
         return None
 
     def _outer(self) -> list[Shown]:
@@ -299,7 +313,7 @@ class Places:
                     for value in step_arguments(call):
                         if _variables(value) & advanced:
                             why = f"numbers the iterations of the loop at line {node.lineno}"
-                            found.append(Shown(call.lineno, self.script.segment(value), why))
+                            found.append(Shown(call.lineno, ast.unparse(value), why))
             node = self.script.parent.get(node)
         return found
 
@@ -311,6 +325,9 @@ class Places:
         text (`f"images/{batches_done}.png"`)."""
         if counter == LOGGED:
             return True
+        base = {text.removesuffix(" + 1") for text in (step, at_step) if text is not None}
+        if counter.startswith(COUNTER) and base & self.logged:
+            return True  # the counter is in a log line, labelled or not (`global {step}`)
         if counter == COMPUTED and at_step is not None:
             computed = ast.unparse(ast.parse(at_step, mode="eval").body)
             holders = {computed} | {

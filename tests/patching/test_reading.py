@@ -94,8 +94,8 @@ def test_a_per_epoch_number_is_no_step_number() -> None:
     assert asked.value.setting == "step_expr"
     assert str(asked.value) == (
         "the script's log shows each step as `i + 1` (line 5), which restarts every epoch; "
-        "nsysgen would number steps by its own count from 0, so its step N would not be the "
-        "step the log calls N; set step_expr to the number to count steps by (candidates: "
+        "nsysgen would number steps by its own count of optimizer steps, so its step N would not "
+        "be the step the log calls N; set step_expr to the number to count steps by (candidates: "
         "`epoch * len(loader) + i`)"
     )
     answered = analyse(source, None, "epoch * len(loader) + i")

@@ -32,8 +32,8 @@ def test_a_progress_bar_of_the_epoch_asks() -> None:
     """)
     assert asked(source) == (
         "the script's log shows each step as `batch_idx` (line 5), which restarts every epoch; "
-        "nsysgen would number steps by its own count from 0, so its step N would not be the "
-        "step the log calls N; set step_expr to the number to count steps by (candidates: "
+        "nsysgen would number steps by its own count of optimizer steps, so its step N would not "
+        "be the step the log calls N; set step_expr to the number to count steps by (candidates: "
         "`epoch * len(loader) + batch_idx` (where epoch counts from 0))"
     )
 
@@ -178,3 +178,46 @@ def test_a_count_of_correct_answers_among_a_total_is_no_step_place() -> None:
                 print("Acc: %.3f%% (%d/%d)" % (100.0 * correct / total, correct, total))
     """)
     assert numbering(analyse(source))[1:3] == (None, None)
+
+
+def test_what_a_review_found() -> None:
+    # A shown value written over two lines, or with a comment in it, is read as one expression.
+    split = script("""
+        for epoch in range(3):
+            for i, batch in enumerate(loader):
+                model(batch).sum().backward()
+                optimizer.step()
+                logger.info("Epoch [%d/%d] Step [%d/%d]" % (epoch + 1, 3, i  # the place
+                            + 1, len(loader)))
+    """)
+    assert "shows each step as `i + 1` (line 5), which restarts every epoch;" in asked(split)
+    # nsysgen's counter in a log line without a step label agrees with the log.
+    counter = script("""
+        global_step = 0
+        for epoch in range(3):
+            for i, batch in enumerate(loader):
+                model(batch).sum().backward()
+                optimizer.step()
+                global_step += 1
+                print("Epoch {} [{}/{}] global {}".format(epoch, i, len(loader), global_step))
+    """)
+    assert numbering(analyse(counter))[2] == "global_step + 1"
+    # A number across epochs, shown as a place among all steps, does not restart: it numbers.
+    across = script("""
+        for epoch in range(3):
+            for i, batch in enumerate(loader):
+                model(batch).sum().backward()
+                optimizer.step()
+                print(f"iter [{epoch * len(loader) + i + 1}/{total}]")
+    """)
+    assert numbering(analyse(across))[2] == "epoch * len(loader) + i + 1"
+    # Named fields and unpacked arguments are no place.
+    named = script("""
+        for epoch in range(3):
+            for i, batch in enumerate(loader):
+                model(batch).sum().backward()
+                optimizer.step()
+                print("%(i)d/%(n)d" % {"i": i, "n": len(loader)})
+                print("[{}/{}]".format(*place))
+    """)
+    assert numbering(analyse(named))[1:3] == (None, None)
