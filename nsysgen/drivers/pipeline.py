@@ -64,6 +64,7 @@ def typed(data: dict[str, Any]) -> model.Config:
         {name: target.settings for name, target in TARGETS.items()},
         {kind: workload.auto_window for kind, workload in WORKLOADS.items()},
         {kind: workload.step_methods for kind, workload in WORKLOADS.items()},
+        frozenset(kind for kind, workload in WORKLOADS.items() if workload.pytorch_job),
     )
 
 

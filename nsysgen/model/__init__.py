@@ -11,49 +11,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+# The plug-ins' blocks, re-exported: every plug-in imports them from here.
+from nsysgen.model.blocks import Block as Block
+from nsysgen.model.blocks import TargetSettings as TargetSettings
+from nsysgen.model.blocks import WorkloadSettings as WorkloadSettings
+from nsysgen.model.blocks import settings_as as settings_as
+from nsysgen.model.blocks import typed_block as typed_block
 from nsysgen.model.setup import Setup, resolve
 
 RankPolicy = Literal["one_per_node", "all"]
 Launch = Literal["per_gpu", "per_node"]
 CaptureMode = Literal["window", "steps", "nvtx"]
 Severity = Literal["error", "warning", "off"]
-Block = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class WorkloadSettings:
-    """The `workload.<kind>` block; each kind subclasses it (nsysgen/profile/workloads/)."""
-
-
-@dataclass(frozen=True)
-class TargetSettings:
-    """The `target` block less its name; each target subclasses it (nsysgen/targets/)."""
 
 
 # Blackwell data-centre GPUs as cluster.gpu_model names them.
 _BLACKWELL = re.compile(r"^G?B[1-3]00\b", re.I)
-_S = TypeVar("_S", bound=WorkloadSettings | TargetSettings)
-
-
-def settings_as(settings: WorkloadSettings | TargetSettings, kind: type[_S]) -> _S:
-    """The settings of a block as the plug-in that reads them types them."""
-    if not isinstance(settings, kind):
-        raise TypeError(f"{type(settings).__name__} settings read as {kind.__name__}")
-    return settings
-
-
-def typed_block(kind: type[Any], block: Block) -> Any:
-    """A frozen settings dataclass from its schema-valid block (lists become tuples)."""
-    values = {}
-    for item in fields(kind):
-        # A key that may be null may be left out (a --config-dir file older than the key).
-        optional = isinstance(item.type, str) and item.type.endswith("| None")
-        value = block.get(item.name) if optional else block[item.name]
-        values[item.name] = tuple(value) if isinstance(value, list) else value
-    return kind(**values)
 
 
 @dataclass(frozen=True)
@@ -265,6 +241,7 @@ def from_dict(
     target_settings: Mapping[str, Callable[[Block], TargetSettings]],
     auto_windows: Mapping[str, tuple[int, int]] | None = None,
     step_methods: Mapping[str, tuple[str, ...]] | None = None,
+    pytorch_jobs: frozenset[str] = frozenset(),
 ) -> Config:
     """Convert a schema-valid composed config into typed objects. The `workload.<kind>` and
     `target` blocks are typed by their registries' parsers; `auto` windows and step methods
@@ -286,7 +263,9 @@ def from_dict(
             severity=dict(data["lints"]["severity"]),
             max_profiled_ranks=data["lints"]["max_profiled_ranks"],
         ),
-        setup=resolve(workload["launch"], cluster.gpus_per_node, capture, methods),
+        setup=resolve(
+            workload["launch"], cluster.gpus_per_node, capture, methods, kind in pytorch_jobs
+        ),
         values=data,
         analysis=Analysis(**data["analysis"]) if "analysis" in data else Analysis(),
     )

@@ -27,6 +27,7 @@ class Setup:
     traces_cuda: bool  # capture.trace holds a CUDA value
     first_step: int  # capture.first_step, 0 where unset
     last_step: int  # capture.last_step, 0 where unset
+    pytorch_job: bool = False  # the workload runs one torchrun per node (a PyTorchJob's pods)
 
     @property
     def tasks_per_node(self) -> int:
@@ -69,9 +70,14 @@ class _Capture(Protocol):
 
 
 def resolve(
-    launch: str, gpus_per_node: int, capture: _Capture, step_methods: tuple[str, ...]
+    launch: str,
+    gpus_per_node: int,
+    capture: _Capture,
+    step_methods: tuple[str, ...],
+    pytorch_job: bool = False,
 ) -> Setup:
-    """`step_methods`: the workload's capture.step_method values, its default first."""
+    """`step_methods`: the workload's capture.step_method values, its default first;
+    `pytorch_job`: its program is one torchrun per node (the plug-in's say)."""
     method = None
     if capture.mode == "steps":
         chosen = capture.step_method or "auto"
@@ -83,4 +89,5 @@ def resolve(
         traces_cuda=traces_cuda(capture.trace),
         first_step=capture.first_step or 0,
         last_step=capture.last_step or 0,
+        pytorch_job=pytorch_job,
     )

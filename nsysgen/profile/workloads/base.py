@@ -72,6 +72,11 @@ class Workload(Protocol):
         weigh (its other ranks only wait)."""
 
     @property
+    def pytorch_job(self) -> bool:
+        """Its program is one torchrun per node, the job Kubeflow's PyTorchJob and TrainJob
+        start in each pod."""
+
+    @property
     def auto_window(self) -> tuple[int, int]:
         """capture.delay and capture.duration when they are `auto` (seconds)."""
 
@@ -99,6 +104,7 @@ class Defaults:
     native: NativeWindow | None = None
     native_ranges: StepRanges | None = None
     runs_nccl_tests = False
+    pytorch_job = False
     # Training: skip its start-up, record a minute.
     auto_window: tuple[int, int] = AUTO_WINDOW_TRAINING
 

@@ -26,6 +26,7 @@ class Fsdp(Defaults):
     step_capture = True
     step_ranges: StepRanges | None = HELPER_STEPS
     uses_nccl = True
+    pytorch_job = True
     launches: tuple[Launch, ...] = ("per_node",)  # one torchrun per node (the schema says so too)
     step_methods: tuple[str, ...] = ("hook", "patch")
 

@@ -40,7 +40,7 @@ def checks(config: Config, env: JobEnv) -> Iterator[Issue]:
     """`env`: the job's environment (nsysgen/profile/environment.py)."""
     workload = config.workload
     target = eks_settings(config)
-    if workload.kind != "fsdp":
+    if not config.setup.pytorch_job:
         yield Issue(
             "workload.kind",
             f"target eks runs PyTorch jobs with one torchrun per pod; "

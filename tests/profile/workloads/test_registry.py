@@ -34,9 +34,9 @@ def test_a_default_step_method_is_one_the_workload_supports() -> None:
             assert "native" in workload.step_methods, name
 
 
-# Where a kind's name may still be compared, with why: the EKS target runs one torchrun per pod
-# and says itself which workload that is (its check runs before any plan exists).
-NAMED_BY = {"nsysgen/targets/eks/checks.py": {"fsdp"}}
+# Where a kind's name may still be compared, with why: nowhere (the EKS target reads the
+# workload's pytorch_job from the config's setup).
+NAMED_BY: dict[str, set[str]] = {}
 
 
 def test_no_module_outside_the_plug_ins_compares_a_kind_name() -> None:
