@@ -2,7 +2,7 @@
 # Issue 26, GPU: nsysgen's own export path on a real nsys 2025.3.1 report of NCCL all-reduces.
 # Records tests/workloads/nccl_allreduce.py (one rank: this machine lends one GPU) under nsys,
 # then exports the report three ways and reads each with nsysgen's reader (analyze/report.py):
-#   analyze  nsysgen analyze's export (analyze/nccl.py export_sqlite, the switch probed)
+#   analyze  nsysgen analyze's export (analyze/read/export.py export_sqlite, the switch probed)
 #   verify   the folder verifier's export (shipped/verify/tools.py export_sqlite), which analyze reuses
 #            (both are nsysgen/reports/export.py's since issue 39: one export, one switch probe)
 #   plain    `nsys export --type sqlite` without switches (what both did before)
@@ -23,7 +23,7 @@ python3 - "$work" "$NSYS" > "$OUT/export-path.json" <<'PY'
 import json, shutil, sqlite3, subprocess, sys
 from pathlib import Path
 sys.path.insert(0, ".")
-from nsysgen.analyze.read import nccl
+from nsysgen.analyze.read.export import export_sqlite
 from nsysgen.analyze.read.report import read_export
 from nsysgen.reports.export import export_switches
 from nsysgen.shipped.verify import tools as verify
@@ -37,7 +37,7 @@ for way in ("analyze", "verify", "plain"):
     copy = folder / "r.nsys-rep"
     shutil.copy(report, copy)
     if way == "analyze":
-        export = nccl.export_sqlite(copy, nsys, force=True)
+        export = export_sqlite(copy, nsys, force=True)
     elif way == "verify":
         export, why = verify.export_sqlite(verify.Tools(nsys, None, None), copy)
         assert export is not None, why
