@@ -151,23 +151,17 @@ def _places(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.BinOp) and _is_template(node):
         right = node.right
         values = right.elts if isinstance(right, ast.Tuple) else [right]
-        template = str(text_of(node.left))
-        matches = [m for m in _PERCENT.finditer(template) if m.group(1) != "%"]
+        text = str(text_of(node.left))
+        matches = [m for m in _PERCENT.finditer(text) if m.group(1) != "%"]
         return [
             values[position]
             for position, (match, following) in enumerate(zip(matches, matches[1:], strict=False))
-            if template[match.end() : following.start()].strip() == "/" and position < len(values)
+            if text[match.end() : following.start()].strip() == "/" and position < len(values)
         ]
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "format"
-        and isinstance(node.func.value, ast.Constant)
-        and isinstance(node.func.value.value, str)
-        and "/" in node.func.value.value
-    ):
+    template = format_template(node)
+    if isinstance(node, ast.Call) and template is not None and "/" in template:
         try:
-            parsed = list(string.Formatter().parse(node.func.value.value))
+            parsed = list(string.Formatter().parse(template))
         except ValueError:
             return []
         found, position = [], 0
@@ -217,6 +211,18 @@ def _fields(node: ast.AST) -> list[ast.expr]:
     """The labelled values of an f-string, a `"...".format(...)`, a `"..." % (...)`."""
     if isinstance(node, ast.JoinedStr):
         return _fstring_fields(node)
+    template = format_template(node)
+    if isinstance(node, ast.Call) and template is not None:
+        return _format_fields(template, node)
+    if isinstance(node, ast.BinOp) and _is_template(node):
+        right = node.right
+        values = right.elts if isinstance(right, ast.Tuple) else [right]
+        return _percent_fields(str(text_of(node.left)), values)
+    return []
+
+
+def format_template(node: ast.AST) -> str | None:
+    """`"step {}".format(...)`: the text formatted, else None."""
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -224,12 +230,8 @@ def _fields(node: ast.AST) -> list[ast.expr]:
         and isinstance(node.func.value, ast.Constant)
         and isinstance(node.func.value.value, str)
     ):
-        return _format_fields(node.func.value.value, node)
-    if isinstance(node, ast.BinOp) and _is_template(node):
-        right = node.right
-        values = right.elts if isinstance(right, ast.Tuple) else [right]
-        return _percent_fields(str(text_of(node.left)), values)
-    return []
+        return node.func.value.value
+    return None
 
 
 def _is_template(node: ast.AST) -> bool:
