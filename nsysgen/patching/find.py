@@ -53,6 +53,7 @@ from __future__ import annotations
 import ast
 
 from nsysgen.patching.accumulation import Locator
+from nsysgen.patching.candidates import quotient, suggestion
 from nsysgen.patching.graphs import captured_step, capturing_functions
 from nsysgen.patching.hints import FindError
 from nsysgen.patching.loop import find_step_loop, stepped_optimizers, without_loop
@@ -121,7 +122,11 @@ def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | No
         how = f"`{numbered.at_step}`" if numbered.at_step else "its own count of optimizer steps"
         # step_expr is read where numbered.step is (the loop's top, in patch mode).
         candidates = [f"`{numbered.step}`"] if numbered.step else []
-        for suggested in (reading.suggestion(), reading.quotient(found.gate)):
+        offered = (
+            suggestion(script, loop, numberer.counts_micro_batches()),
+            quotient(numberer.stream, reading.micro, found.gate),
+        )
+        for suggested in offered:
             candidates += [suggested] if suggested and suggested not in candidates else []
         question = ask(places, how, candidates)
         if question is not None:

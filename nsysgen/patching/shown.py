@@ -38,7 +38,7 @@ from nsysgen.patching.step_loop import (
     Loop,
 )
 from nsysgen.patching.stream import Entry
-from nsysgen.patching.syntax import Function, direct_calls, last_name, parameters
+from nsysgen.patching.syntax import Function, direct_calls, last_name
 
 # The index a logger's iterator counts: the loop's index before the iteration reassigns it.
 _COUNTED = "<the logger's count>"
@@ -231,55 +231,6 @@ class Places:
             return []
         why = "counts the loader's batches from 0 on every pass over it"
         return [Shown(inner.lineno, _COUNTED, why)]
-
-    def quotient(self, gate: str | None) -> str | None:
-        """`train_step // args.grad_acc` where the optimizer steps `if train_step %
-        args.grad_acc == 0` (or on a flag set so): the steps a logged count of micro-batches
-        stands for, read while the optimizer steps."""
-        if gate is None:
-            return None
-        tests = [ast.parse(gate, mode="eval").body]
-        for entry in self.stream:  # `is_update = train_step % args.grad_acc == 0`
-            statement = entry.statement
-            if isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == gate:
-                tests.append(statement.value)
-        for test in tests:
-            for node in ast.walk(test):
-                if (
-                    isinstance(node, ast.BinOp)
-                    and isinstance(node.op, ast.Mod)
-                    and ast.unparse(node.left) in self.micro
-                ):
-                    left, right = ast.unparse(node.left), ast.unparse(node.right)
-                    return f"`{left} // {right}` (read while the optimizer steps)"
-        return None
-
-    def suggestion(self) -> str | None:
-        """`epoch * len(loader) + i`: an index across the run, for `for i, _ in
-        enumerate(loader)` in a `for epoch in ...` loop of the same function, stepping on every
-        batch."""
-        loop = self.loop
-        if not isinstance(loop, ast.For) or self.index or not isinstance(loop.iter, ast.Call):
-            return None
-        if last_name(loop.iter.func) != "enumerate" or not loop.iter.args:
-            return None
-        if not isinstance(loop.target, ast.Tuple) or not isinstance(loop.target.elts[0], ast.Name):
-            return None
-        loader = loop.iter.args[0]
-        if isinstance(loader, ast.Call) and is_log_call(loader) and loader.args:
-            loader = loader.args[0]  # `metric_logger.log_every(loader, ...)`
-        index, size = loop.target.elts[0].id, f"len({ast.unparse(loader)})"
-        node = self.script.parent.get(loop)
-        while node is not None and not isinstance(node, FUNCTIONS):
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                return f"`{node.target.id} * {size} + {index}`"
-            node = self.script.parent.get(node)
-        # `def train(args, model, loader, optimizer, epoch)`: the caller's epoch, whose first
-        # value this function cannot see.
-        epochs = [name for name in parameters(node) if "epoch" in name] if node else []
-        if len(epochs) == 1:
-            return f"`{epochs[0]} * {size} + {index}` (where {epochs[0]} counts from 0)"
-        return None
 
     def _why(self, value: ast.expr) -> str | None:
         """Why a shown value cannot number steps, or None where it counts them."""
