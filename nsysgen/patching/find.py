@@ -59,7 +59,7 @@ from nsysgen.patching.hints import FindError
 from nsysgen.patching.loop import find_step_loop, stepped_optimizers, without_loop
 from nsysgen.patching.numbering import Numberer
 from nsysgen.patching.script import Script
-from nsysgen.patching.shown import Places, ask
+from nsysgen.patching.shown import Places
 from nsysgen.patching.step_loop import (
     FUNCTIONS,
     IN_BACKWARD,
@@ -112,25 +112,15 @@ def find(tree: ast.Module, code: str, loop_line: int | None, step_expr: str | No
             loop, found.site, step_expr, "step_expr", step_expr, scope, form, optimizers
         )
     numbered = numberer.number()
-    reading = Places(
-        script, loop, numberer.stream, numberer.counts_micro_batches(), numberer.restarts()
+    micro = numberer.counts_micro_batches()
+    reading = Places(script, loop, numberer.stream, micro, numberer.restarts())
+    offered = (
+        suggestion(script, loop, micro),
+        quotient(numberer.stream, reading.micro, found.gate),
     )
-    places = reading.shown()
-    if not any(
-        reading.agrees(place, numbered.step, numbered.at_step, numbered.counter) for place in places
-    ):
-        how = f"`{numbered.at_step}`" if numbered.at_step else "its own count of optimizer steps"
-        # step_expr is read where numbered.step is (the loop's top, in patch mode).
-        candidates = [f"`{numbered.step}`"] if numbered.step else []
-        offered = (
-            suggestion(script, loop, numberer.counts_micro_batches()),
-            quotient(numberer.stream, reading.micro, found.gate),
-        )
-        for suggested in offered:
-            candidates += [suggested] if suggested and suggested not in candidates else []
-        question = ask(places, how, candidates)
-        if question is not None:
-            raise question
+    question = reading.question(numbered, offered)
+    if question is not None:
+        raise question
     return StepLoop(
         loop, found.site, numbered.step, numbered.counter, numbered.at_step, scope, form, optimizers
     )

@@ -130,11 +130,11 @@ def position_arguments(call: ast.Call) -> list[ast.expr]:
     found: list[ast.expr] = []
     for argument in [*call.args, *(k.value for k in call.keywords)]:
         for node in ast.walk(argument):
-            found += _places(node)
+            found += _place_fields(node)
     return found
 
 
-def _places(node: ast.AST) -> list[ast.expr]:
+def _place_fields(node: ast.AST) -> list[ast.expr]:
     """The fields of one template that a `/` and another field follow."""
     if isinstance(node, ast.JoinedStr):
         parts: list[str | ast.expr] = [

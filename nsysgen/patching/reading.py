@@ -29,7 +29,7 @@ def _texts(node: ast.AST) -> set[str]:
     return names_in(node) | {ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
 
 
-def _targets(node: ast.AST) -> set[str]:
+def targets(node: ast.AST) -> set[str]:
     """What a statement assigns: `x = ...`, `x += 1`, `for x in ...`, as written."""
     found: list[ast.expr] = []
     if isinstance(node, ast.Assign):
@@ -45,7 +45,7 @@ def _targets(node: ast.AST) -> set[str]:
 
 def _assigns(statement: ast.stmt, text: str) -> TypeGuard[ast.Assign]:
     """`text = ...`, the only target."""
-    return isinstance(statement, ast.Assign) and _targets(statement) == {text}
+    return isinstance(statement, ast.Assign) and targets(statement) == {text}
 
 
 def _has_division(node: ast.AST) -> bool:
@@ -109,13 +109,13 @@ class Reading:
     ) -> None:
         self.script, self.loop, self.function, self.stepping = script, loop, function, stepping
         self.own = [(i, e.statement) for i, e in enumerate(stream) if e.function is function]
-        self.in_loop = {t for node in ast.walk(loop) for t in _targets(node)}
-        self.loop_targets = _targets(loop) if isinstance(loop, ast.For) else set()
+        self.in_loop = {t for node in ast.walk(loop) for t in targets(node)}
+        self.loop_targets = targets(loop) if isinstance(loop, ast.For) else set()
         self.iterating = set(self.loop_targets)  # and what the iteration derives from them
         self.stepped = set(stepped_optimizers(script, loop))  # the optimizers it steps
         for index, statement in self.own:
             if index < stepping and _texts(statement) & self.iterating:
-                self.iterating |= _targets(statement)
+                self.iterating |= targets(statement)
 
     def logged(self) -> list[_Candidate]:
         """What the logs after the optimizer step label as the step's number."""
@@ -168,7 +168,7 @@ class Reading:
 
     def reassigned(self, name: str) -> bool:
         """`it = len(loader) * epoch + it`: the iteration gives the loop variable a new value."""
-        return any(name in _targets(statement) for _, statement in self.own)
+        return any(name in targets(statement) for _, statement in self.own)
 
     def _resolve(self, argument: ast.expr, at: int) -> _Candidate | None:
         """A logged value as the loop's frame holds it while the optimizer steps: a variable
@@ -190,7 +190,7 @@ class Reading:
         """Nothing `expression` reads is assigned between the optimizer step and `at`."""
         reads = _texts(expression)
         return not any(
-            _targets(statement) & reads
+            targets(statement) & reads
             for index, statement in self.own
             if self.stepping < index < at
         )

@@ -5,6 +5,7 @@ backwards, and what each statement reaches through calls of the same file.
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 
 from nsysgen.patching.graphs import captures
 from nsysgen.patching.optimizer_calls import (
@@ -331,25 +332,28 @@ class Script:
     def switched_off(self, test: ast.expr) -> bool:
         """`if Tensorboard:` where the file only ever sets `Tensorboard = False` (a switch left
         off in the source): the branch never runs."""
-        if not isinstance(test, ast.Name):
-            return False
-        values: list[ast.expr] = []
+        return isinstance(test, ast.Name) and test.id in self._switches_off
+
+    @cached_property
+    def _switches_off(self) -> frozenset[str]:
+        """Names the file binds only by `name = False` (or None): one walk for every `if`."""
+        values: dict[str, list[ast.expr]] = {}
+        other: set[str] = set()  # bound otherwise too: a loop, `with ... as`, `+=`, a parameter
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == test.id for t in node.targets
-            ):
-                values.append(node.value)
-            elif (
-                isinstance(node, ast.Name)
-                and node.id == test.id
-                and isinstance(node.ctx, ast.Store)
-                and not isinstance(self.parent.get(node), ast.Assign)
-            ):
-                return False  # bound otherwise too: a loop, `with ... as`, a tuple, `+=`
-            elif test.id in _bound_names(node):
-                return False  # a parameter, an import
-        return bool(values) and all(
-            isinstance(value, ast.Constant) and value.value in (False, None) for value in values
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        values.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                if not isinstance(self.parent.get(node), ast.Assign):
+                    other.add(node.id)
+            else:
+                other |= _bound_names(node)
+        return frozenset(
+            name
+            for name, assigned in values.items()
+            if name not in other
+            and all(isinstance(v, ast.Constant) and v.value in (False, None) for v in assigned)
         )
 
     def segment(self, node: ast.AST) -> str:

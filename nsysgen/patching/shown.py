@@ -13,8 +13,9 @@ rather than number the steps in a way the log never shows.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Protocol, TypeGuard
 
 from nsysgen.patching.counter import increment
 from nsysgen.patching.hints import FindError
@@ -26,7 +27,7 @@ from nsysgen.patching.logged import (
     step_arguments,
     text_of,
 )
-from nsysgen.patching.reading import global_index
+from nsysgen.patching.reading import global_index, targets
 from nsysgen.patching.script import Script
 from nsysgen.patching.step_loop import (
     COMPUTED,
@@ -72,19 +73,8 @@ def _variables(node: ast.AST) -> set[str]:
 
 
 def _assigned(node: ast.AST) -> set[str]:
-    targets: list[ast.expr] = []
-    for statement in ast.walk(node):
-        if isinstance(statement, ast.Assign):
-            targets += statement.targets
-        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets.append(statement.target)
-    return {text for target in targets for text in _elements(target)}
-
-
-def _elements(target: ast.expr) -> set[str]:
-    """`for i, batch in ...` -> {"i", "batch"}."""
-    elements = target.elts if isinstance(target, ast.Tuple) else [target]
-    return {ast.unparse(element) for element in elements}
+    """What `node` and every statement inside it assign, as written."""
+    return {text for inner in ast.walk(node) for text in targets(inner)}
 
 
 def _templates(statements: list[ast.stmt]) -> dict[str, ast.expr]:
@@ -124,7 +114,7 @@ def _index_of(loop: Loop | Function, stream: list[Entry]) -> set[str]:
     """The loop's index and the numbers the iteration works out from it by arithmetic
     (`update_idx = batch_idx // accum_steps`); not what a call returns from it (`correct +=
     predicted.eq(targets).sum()` is no place in the loop)."""
-    found = _elements(loop.target) if isinstance(loop, ast.For) else set()
+    found = targets(loop) if isinstance(loop, ast.For) else set()
     for entry in stream:
         statement = entry.statement
         if not isinstance(statement, (ast.Assign, ast.AugAssign)):
@@ -183,7 +173,7 @@ class Places:
         self.restarts = restarts  # why the loop's index starts again, as numbering says
         self.derived = _index_of(loop, stream)
         # The loop's own index, where the loop runs once per micro-batch.
-        self.index = _elements(loop.target) if isinstance(loop, ast.For) and micro_index else set()
+        self.index = targets(loop) if isinstance(loop, ast.For) and micro_index else set()
         self.text = _in_text([entry.statement for entry in stream])
         self.logged = {  # what any log of the iteration shows, as written
             text
@@ -268,17 +258,31 @@ class Places:
             node = self.script.parent.get(node)
         return found
 
-    def agrees(self, shown: Shown, step: str | None, at_step: str | None, counter: str) -> bool:
-        """nsysgen's number is the one shown: the same expression, a counter logged after its
-        increment (`global_step += 1; log(step=global_step)`, numbered `global_step + 1`), or
-        the quotient of one shown as a product (`global_step * accumulation_steps`). A number
-        taken from a log is shown by it; one the script computes, where it writes it into a
-        text (`f"images/{batches_done}.png"`)."""
+    def question(self, numbered: Numbered, offered: Iterable[str | None]) -> FindError | None:
+        """The question to ask (None: none) where the logs show step places that cannot
+        number steps and none of them is nsysgen's number; `offered`: more candidates."""
+        if self._shows_number(numbered):
+            return None
+        places = self.shown()
+        if any(self._is(place, numbered) for place in places):
+            return None
+        how = f"`{numbered.at_step}`" if numbered.at_step else "its own count of optimizer steps"
+        # step_expr is read where numbered.step is (the loop's top, in patch mode).
+        candidates = [f"`{numbered.step}`"] if numbered.step else []
+        for suggested in offered:
+            candidates += [suggested] if suggested and suggested not in candidates else []
+        return ask(places, how, candidates)
+
+    def _shows_number(self, numbered: Numbered) -> bool:
+        """A log shows nsysgen's number whichever place it is: the number was taken from a
+        log; its counter is in a log line, labelled or not (`global {step}`); or the script
+        writes the number it computes into a text (`f"images/{batches_done}.png"`)."""
+        counter, step, at_step = numbered.counter, numbered.step, numbered.at_step
         if counter == LOGGED:
             return True
         base = {text.removesuffix(" + 1") for text in (step, at_step) if text is not None}
         if counter.startswith(COUNTER) and base & self.logged:
-            return True  # the counter is in a log line, labelled or not (`global {step}`)
+            return True
         if counter == COMPUTED and at_step is not None:
             computed = ast.unparse(ast.parse(at_step, mode="eval").body)
             holders = {computed} | {
@@ -289,15 +293,33 @@ class Places:
                 and ast.unparse(entry.statement.value) == computed
             }  # `done = epoch * len(loader) + i` after the step: read as its expression
             return bool(holders & self.text)
-        texts = {text for text in (step, at_step) if text is not None}
-        if counter.startswith((COUNTER_LOGGED, ENGINE_COUNTER_LOGGED)):
-            texts |= {text.removesuffix(" + 1") for text in texts}
-        normal = {ast.unparse(ast.parse(text, mode="eval").body) for text in texts}
+        return False
+
+    @staticmethod
+    def _is(shown: Shown, numbered: Numbered) -> bool:
+        """The place shown is nsysgen's number: the same expression, a counter logged after
+        its increment (`global_step += 1; log(step=global_step)`, numbered `global_step +
+        1`), or the quotient of one shown as a product (`global_step * accumulation_steps`)."""
         if shown.text == _COUNTED:
             return False
+        texts = {text for text in (numbered.step, numbered.at_step) if text is not None}
+        if numbered.counter.startswith((COUNTER_LOGGED, ENGINE_COUNTER_LOGGED)):
+            texts |= {text.removesuffix(" + 1") for text in texts}
+        normal = {ast.unparse(ast.parse(text, mode="eval").body) for text in texts}
         value = ast.parse(shown.text, mode="eval").body
         factors = [value.left, value.right] if _product(value) else []
         return any(ast.unparse(node) in normal for node in [value, *factors])
+
+
+class Numbered(Protocol):
+    """How numbering decided to number the steps (nsysgen/patching/numbering.py)."""
+
+    @property
+    def step(self) -> str | None: ...
+    @property
+    def at_step(self) -> str | None: ...
+    @property
+    def counter(self) -> str: ...
 
 
 def _product(node: ast.expr) -> TypeGuard[ast.BinOp]:
