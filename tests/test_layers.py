@@ -6,6 +6,7 @@ module imports one that imports it back."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -148,6 +149,19 @@ def test_contributing_walks_a_report_through_every_analysis_module_once() -> Non
         if p.name != "__init__.py"
     }
     assert {m: n for m, n in named.items() if n != 1} == {}
+
+
+def test_the_summary_is_read_by_field_not_by_key() -> None:
+    """The analysis's summary is a typed value (nsysgen/analyze/judge/summary_types.py): no
+    module reads it back as a dict, by key."""
+    spelled = re.compile(r"\bsummary(\.get\(|\[)")
+    wrong = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in sorted((REPO / "nsysgen" / "analyze").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if spelled.search(line)
+    ]
+    assert not wrong
 
 
 # What `Config.setup` decides (nsysgen/model/setup.py), as code spells it when it derives it again.

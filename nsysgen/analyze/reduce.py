@@ -16,7 +16,8 @@ from nsysgen.analyze.judge.fabric import Fabric
 from nsysgen.analyze.judge.late_ranks import find
 from nsysgen.analyze.judge.regress import compare, comparison, load
 from nsysgen.analyze.judge.stragglers import Thresholds, measure
-from nsysgen.analyze.judge.summary import Summary, build
+from nsysgen.analyze.judge.summary import build
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read import expected
 from nsysgen.analyze.read.nccl import human_size, summarise, write_csvs
 from nsysgen.analyze.read.ranks import RankCollision, assign_ranks, comparable
@@ -133,22 +134,22 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
         ranks, lateness, stragglers, calls, thresholds, world, names, given, options.label,
         options.reference, options.fabric, absent,
     )  # fmt: skip
-    steps_summary["limits"] += contract_limits
+    steps_summary.limits += contract_limits
     compared, code = _compare(steps_summary, options)
-    lines.append(f"verdict: {steps_summary['verdict']['text']}")
+    lines.append(f"verdict: {steps_summary.verdict['text']}")
     lines += [
         f"flagged: {row['op']} {row['size']}: {row['flag']}"
-        for row in steps_summary["nccl_by_size"]
+        for row in steps_summary.nccl_by_size
         if row["flag"]
     ]
-    rows = steps_summary["nccl_by_size"]
+    rows = steps_summary.nccl_by_size
     corrected = sum(row["calls"] - row["calls_not_corrected"] for row in rows)
     if corrected:
         lines.append(
             f"bandwidth from transfer time: the wait for the last peer taken out of {corrected} "
             f"of {sum(row['calls'] for row in rows)} sized NCCL call(s) (nccl_bandwidth.csv)"
         )
-    lines += [f"limit: {text}" for text in steps_summary["limits"]]
+    lines += [f"limit: {text}" for text in steps_summary.limits]
     written += write(steps_summary, out)
     drawn, skipped = draw_all(steps_summary, calls, out, plots)
     written += drawn
@@ -183,7 +184,7 @@ def reduce(reduced: list[Reduced], options: Options, out: Path) -> Outcome:
 
 
 def _compare(summary: Summary, options: Options) -> tuple[list[str], int]:
-    """The --baseline comparison (into the summary's "baseline"), its lines and exit code."""
+    """The --baseline comparison (into the summary's baseline), its lines and exit code."""
     if options.baseline is None:
         return [], EXIT_OK
     baseline = load(options.baseline)
@@ -198,7 +199,7 @@ def _compare(summary: Summary, options: Options) -> tuple[list[str], int]:
             f"({type(error).__name__}: {error}); pass the folder of an nsysgen analyze run"
         ) from None
     found = comparison(changes, summary, options.baseline, options.regression_threshold)
-    summary["baseline"] = dict(found)
+    summary.baseline = dict(found)
     regressed = [c for c in changes if c.regressed]
     lines = [
         f"regression: {found['text']}",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render.html_report import render
 from scripts import browser
 from tests.analyze.synth_summary import summary as synthetic
@@ -113,7 +114,7 @@ def test_1024_ranks_of_summary_content_read_the_same(tmp_path: Path, screens: Pa
     """The views at 1,024 ranks x 20 steps from summary content (tests/analyze/synth_summary.py),
     whose every rank waited 15 steps for rank 700."""
     target = tmp_path / "report.html"
-    target.write_text(render(synthetic(ranks=1024, late=700)), encoding="utf-8")
+    target.write_text(render(Summary.from_json(synthetic(ranks=1024, late=700))), encoding="utf-8")
     opened = browser.inspect(target, screens / "report-1024-ranks-summary.png")
     assert opened.errors == [] and opened.blocked == []
     assert opened.verdict.startswith("Rank 700 (slow rank) was late on 15 of 18 judged steps")

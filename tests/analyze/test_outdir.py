@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nsysgen.analyze import outdir
-from nsysgen.analyze.judge.summary import SCHEMA
+from nsysgen.analyze.judge.summary_types import SCHEMA
 from tests.analyze.test_partial_reports import slow_run as reports
 from tests.conftest import RunCli, tree_bytes
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.ranks import NO_GATE, NO_RANGE
 from nsysgen.analyze.render import html_sections, steps_plot
 from tests.conftest import REPO, RunCli
@@ -65,9 +66,9 @@ def test_a_rank_without_kernels_is_not_judged_and_never_on_time(
     assert text.endswith("one rank left to judge: who was late needs two ranks or more"), text
     # Nor drawn: the pictures and the report's breakdown show the judged rank only.
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    figure = steps_plot.breakdown_figure(summary)
+    figure = steps_plot.breakdown_figure(Summary.from_json(summary))
     assert [t.get_text() for t in figure.axes[0].get_xticklabels()] == ["0"]
-    section = html_sections.breakdown(summary)
+    section = html_sections.breakdown(Summary.from_json(summary))
     assert "rank 0" in section and "rank 1" not in section
 
 
@@ -100,7 +101,9 @@ def test_a_step_missing_on_one_rank_is_named_and_measures_no_other(
     before = {row["step"]: row for row in json.loads(
         (tmp_path / "whole-out" / "summary.json").read_text())["by_step"]}  # fmt: skip
     # The report's window section counts the same judged steps as the verdict.
-    assert "Judged: steps 9, 10, 13, 14 (4 steps)." in html_sections.window(summary)
+    assert "Judged: steps 9, 10, 13, 14 (4 steps)." in html_sections.window(
+        Summary.from_json(summary)
+    )
     for step in (9, 10, 13, 14):
         assert steps[step]["judged"], step
         assert steps[step]["late_ms"] == before[step]["late_ms"], step

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nsysgen.analyze.judge.fabric import NO_FABRIC
-from nsysgen.analyze.judge.summary import Summary
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.nccl import NcclCall
 from nsysgen.analyze.render import steps_plot, views
 from nsysgen.analyze.render.plot import durations_figure
@@ -83,7 +83,7 @@ def test_nccl_figures_show_both_bandwidths_and_name_their_run(
                    "--nccl-tests-log", str(tmp_path / "log"))  # fmt: skip
     summary, calls = summary_and_calls(out)
     label = "job ar, run 7, 1 report(s)"
-    assert summary["label"] == label
+    assert summary.label == label
     sizes = steps_plot.sizes_figure("ncclAllReduce", calls, summary)
     assert check_layout(sizes, label) == [
         "median call (nsys report)",
@@ -113,9 +113,9 @@ def test_step_figures_show_the_late_rank_and_skip_zeros(tmp_path: Path, run_cli:
     ]
     # The late cell is the straggler's: rank 0's step 14 (the device run's planted hiccup).
     image = late.axes[0].images[0].get_array()
-    steps = sorted({s["step"] for s in summary["ranks"][0]["steps"]})
+    steps = sorted({s["step"] for s in summary.ranks[0]["steps"]})
     row, column = divmod(int(image.argmax()), len(steps))
-    assert (summary["ranks"][row]["rank"], steps[column]) == (0, 14)
+    assert (summary.ranks[row]["rank"], steps[column]) == (0, 14)
     bars = steps_plot.breakdown_figure(summary)
     # Waiting for the late peer is its own part, never GPU idle; parts no rank has are left out.
     parts = check_layout(bars, label)
@@ -169,7 +169,7 @@ def test_what_cannot_be_computed_is_said_not_printed_as_a_number(
 def test_figures_of_1024_ranks_show_the_latest_ranks_and_spreads_not_a_bar_each() -> None:
     """From 64 ranks on: the lateness heatmaps hold the 16 latest ranks (the planted straggler
     first) over each step's median, p90 and max across ranks; the breakdown five bars."""
-    summary: Summary = synthetic(ranks=1024, late=700)
+    summary = Summary.from_json(synthetic(ranks=1024, late=700))
     label = "job big, run 9, 1024 report(s)"
     late = steps_plot.lateness_figure(summary)
     assert check_layout(late, label) == ["max", "p90", "median"]

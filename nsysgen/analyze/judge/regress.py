@@ -20,11 +20,10 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from nsysgen.analyze.errors import AnalyzeError
-from nsysgen.analyze.judge.summary import SCHEMA, StepField, Summary
-from nsysgen.analyze.judge.window import JudgedWindow
+from nsysgen.analyze.judge.summary_types import SCHEMA, StepField, Summary
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def load(folder: Path) -> Summary:
         raise AnalyzeError(f"--baseline {path}: not a readable summary.json ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise AnalyzeError(f"--baseline {path}: not an nsysgen analyze summary ({SCHEMA})")
-    return cast(Summary, data)  # its schema says it is one
+    return Summary.from_json(data)  # its schema says it is one
 
 
 # The per-step times compared, and what a change is called.
@@ -87,18 +86,17 @@ JOB_STEP = "job median step time"
 
 def _judged(summary: Summary, rank: Any) -> list[Any]:
     # A baseline written before the last step was left out too has only the first.
-    window = JudgedWindow.of(summary)
     steps = rank.get("steps") or []
-    return [s for s in steps if window.keeps(s["step"], alone=len(steps) == 1)]
+    return [s for s in steps if summary.judged.keeps(s["step"], alone=len(steps) == 1)]
 
 
 def job_step(summary: Summary) -> float | None:
     """The job's median step time: its own figure, or (an older summary) from its ranks."""
-    given = summary.get("job_median_step_ms")
+    given = summary.job_median_step_ms
     if given is not None:
         return float(given)
     per_step: dict[int, float] = {}
-    for rank in summary.get("ranks", []):
+    for rank in summary.ranks:
         for s in _judged(summary, rank):
             if s.get("step_ms") is not None:
                 per_step[s["step"]] = max(per_step.get(s["step"], 0.0), float(s["step_ms"]))
@@ -111,13 +109,13 @@ def _figures(summary: Summary) -> dict[str, tuple[float, str, bool]]:
     job = job_step(summary)
     if job is not None:
         out[JOB_STEP] = (job, "ms", False)
-    for rank in summary.get("ranks", []):
+    for rank in summary.ranks:
         medians = _medians(rank)
         for key, label in _COMPARED:
             median = medians.get(key)
             if median is not None:
                 out[f"rank {rank['rank']} median {label}"] = (float(median), "ms", False)
-    for row in summary.get("nccl_by_size", []):
+    for row in summary.nccl_by_size:
         # The transfer's bus bandwidth (the wait for a late peer taken out) where the summary
         # has it, so that a straggler is not read as a slower fabric; an older summary's
         # wall-time figure otherwise (compare() keeps like with like).
@@ -167,7 +165,7 @@ def _waits(summary: Summary) -> dict[str, float]:
     """ "rank N" -> its median time lost waiting for peers over its judged steps (wait_ms: its
     exposed wait and its compute slowed by waiting, the figure every view shows)."""
     out = {}
-    for rank in summary.get("ranks", []):
+    for rank in summary.ranks:
         values = [
             float(v)
             for s in _judged(summary, rank)
@@ -179,7 +177,7 @@ def _waits(summary: Summary) -> dict[str, float]:
 
 
 def _rank(summary: Summary, number: str) -> Any:
-    return next((r for r in summary.get("ranks", []) if str(r["rank"]) == number), {})
+    return next((r for r in summary.ranks if str(r["rank"]) == number), {})
 
 
 def _medians(rank: Any) -> dict[str, float | None]:
@@ -192,7 +190,7 @@ def _medians(rank: Any) -> dict[str, float | None]:
 def compare(old: Summary, new: Summary, threshold: float, min_ms: float) -> list[Change]:
     before, after = _figures(old), _figures(new)
     waits_before, waits_after = _waits(old), _waits(new)
-    late = (new.get("verdict") or {}).get("late_rank")
+    late = new.verdict["late_rank"]
     changes = []
     common = _like_with_like(before.keys() & after.keys())
     for name in sorted(common, key=lambda n: (n != JOB_STEP, n)):
@@ -230,7 +228,7 @@ def comparison(
 ) -> Comparison:
     regressed = [c for c in changes if c.regressed]
     job = next((c for c in changes if c.what == JOB_STEP), None)
-    verdict = (new.get("verdict") or {}).get("text") or ""
+    verdict = new.verdict["text"]
     cause = f": {verdict}" if verdict else ""
     if not changes:
         text = "nothing in common with the baseline to compare"

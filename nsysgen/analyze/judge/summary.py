@@ -1,149 +1,32 @@
-"""summary.json and the CSV tables of `nsysgen analyze`: per rank x step figures, stragglers,
-and NCCL bandwidth per message size, in one machine-readable file that `--baseline` compares
-(nsysgen/analyze/render/summary_files.py writes it and the CSVs).
+"""Builds the summary of `nsysgen analyze` (nsysgen/analyze/judge/summary_types.py: its fields
+and summary.json's keys) from the ranks' tables, the lateness and the NCCL calls.
 
 Medians per rank leave out the window's edges, as the straggler analysis does: the first
 recorded step (warm-up, and the pause when the capture opens) and the last one (the pause when
-it closes: seconds, nsysgen/profile/pause.py). steps.csv and summary.json mark both.
-
-Keys added for issue 39 (every older key is still written): - per step of a rank (ranks[].steps[]):
-gpu_ms (nsys's projected range; step_ms is now the step on the GPU's timeline, from when the CPU
-entered it: nsysgen/analyze/read/steps.py), comm_wait_ms (waiting for the last peer to arrive),
-comm_transfer_ms (the rest of the exposed communication), host_gap_ms (GPU idle, the CPU still to
-launch the work), waited_for (the rank it waited for most, None: no wait), graph_launches. On GPU
-steps compute_busy_ms + comm_wait_ms + comm_transfer_ms + other_ms + host_gap_ms + idle_ms = step_ms
-(nsysgen/analyze/judge/waiting.py); exposed_comm_ms stays the NCCL time not under compute. -
-ranks[].totals: graph_ms, graph_launches; medians_without_window_edges: the new figures too. -
-by_step: one entry per step over the ranks: the job's step (the slowest rank's), the late rank and
-who waited for it (waiting.StepVerdict). - job_median_step_ms: the median over judged steps of the
-job's step. - verdict: the answer, figures and one sentence (verdict.Verdict): "rank 1 late on 4 of
-6 judged steps (9, 12, 13, 14) by 49.4 ms on average; rank 0 waited". - cuda_graphs (when a report
-holds graph launches): launches, traced ("graph": nsys's default, launches counted as compute,
-kernels inside unseen; "node": their kernels read), note. - fabric (None: no cluster known, and a
-limit says "no fabric figures: pass --cluster") and, per nccl_by_size row, expected_busbw_GBps,
-fraction_of_expected and flag (a sentence: why the size is flagged; None: not),
-nsysgen/analyze/judge/fabric.py. - per nccl_by_size row, transfer_median_us, transfer_algbw_GBps and
-transfer_busbw_GBps: each call's kernel time less its wait for the last peer, the figures the fabric
-judges; calls_not_corrected, and a limit counting them (nsysgen/analyze/judge/bandwidth.py).
-median_us, algbw_GBps and busbw_GBps keep their meaning: the whole kernel time, waiting included. -
-baseline (with --baseline): the comparison's verdict and changes (nsysgen/analyze/judge/regress.py).
-- limits is the list of what was not judged, and why.
-"""
+it closes: seconds, nsysgen/profile/pause.py). steps.csv and summary.json mark both."""
 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Literal, TypedDict, get_args
 
 from nsysgen.analyze.judge import fabric as yardstick
 from nsysgen.analyze.judge import naming, waiting
 from nsysgen.analyze.judge import verdict as answer
-from nsysgen.analyze.judge.bandwidth import SizeColumn as SizeColumn
-from nsysgen.analyze.judge.bandwidth import SizeEntry, nccl_by_size, not_corrected
+from nsysgen.analyze.judge.bandwidth import nccl_by_size, not_corrected
 from nsysgen.analyze.judge.late_ranks import ALONE, Straggler, path_limits
 from nsysgen.analyze.judge.stragglers import Lateness, Thresholds, split
+from nsysgen.analyze.judge.summary_types import (
+    MEDIAN_FIELDS,
+    CudaGraphs,
+    RankEntry,
+    StepEntry,
+    Summary,
+)
+from nsysgen.analyze.judge.window import JudgedWindow
 from nsysgen.analyze.read.landmarks import BY_LAUNCH_ORDER
 from nsysgen.analyze.read.nccl import NcclCall
 from nsysgen.analyze.read.ranks import comparable, not_judged_steps, unjudged
 from nsysgen.analyze.read.steps import RankTables, StepRow, window_edges
-
-SCHEMA = "nsysgen-analyze-summary/1"
-StepField = Literal[
-    "step_ms", "compute_ms", "nccl_ms", "compute_busy_ms", "exposed_comm_ms", "other_ms", "idle_ms"
-]
-STEP_FIELDS: tuple[StepField, ...] = get_args(StepField)
-# The figures issue 39 added, per step and in the medians.
-SplitField = Literal["gpu_ms", "comm_wait_ms", "comm_transfer_ms", "host_gap_ms"]
-MEDIAN_FIELDS: tuple[str, ...] = (*STEP_FIELDS, *get_args(SplitField))
-
-# summary.json, typed: each entry's keys in the order the file holds them.
-StepColumn = Literal[
-    "step", "source", "cpu_ms", StepField, "wait_ms", "late_ms", "kernels", "window_edge",
-    SplitField, "waited_for", "graph_launches",
-]  # fmt: skip
-TotalsColumn = Literal[
-    "kernel_ms", "kernels", "nccl_kernel_ms", "nccl_kernels", "steps", "graph_ms", "graph_launches"
-]
-
-
-class StepEntry(TypedDict):
-    step: int
-    source: str  # "gpu": from the step's kernels; "cpu": the NVTX range alone
-    cpu_ms: float
-    step_ms: float | None
-    compute_ms: float | None
-    nccl_ms: float | None
-    compute_busy_ms: float | None
-    exposed_comm_ms: float | None
-    other_ms: float | None
-    idle_ms: float | None
-    kernels: int
-    wait_ms: float | None
-    late_ms: float | None
-    window_edge: str | None  # "open" (first recorded step), "close" (last), None: inside
-    gpu_ms: float | None  # nsys's projected range of the step's GPU work
-    comm_wait_ms: float | None  # waiting for the last peer to arrive
-    comm_transfer_ms: float | None
-    host_gap_ms: float | None  # GPU idle while the CPU had the next work still to launch
-    waited_for: int | None  # the rank it waited for most on this step
-    graph_launches: int
-
-
-class Totals(TypedDict):
-    kernel_ms: float
-    kernels: int
-    nccl_kernel_ms: float
-    nccl_kernels: int
-    steps: int
-    graph_ms: float  # CUDA graph launches traced as graphs (their kernels unseen)
-    graph_launches: int
-
-
-class RankEntry(TypedDict):
-    rank: int
-    report: str
-    pid: int
-    device: int | None
-    medians_without_window_edges: dict[str, float | None]  # STEP_FIELDS and cpu_ms
-    totals: Totals
-    steps: list[StepEntry]
-
-
-class CudaGraphs(TypedDict):
-    launches: int
-    traced: str  # "graph": launches timed as a whole; "node": the kernels inside were traced
-    note: str
-
-
-class _SummaryKeys(TypedDict):
-    schema: str
-    reports: list[str]
-    world_size: int
-    first_step_ignored: int | None
-    last_step_ignored: int | None
-    # Which steps are the window's edges, and whether stragglers and medians count them.
-    window_edges: dict[str, int | bool | None]
-    thresholds: dict[str, float]
-    collectives_matched: int
-    collectives_matched_by: list[str]
-    steps_with_unequal_collective_counts: list[int]
-    ranks: list[RankEntry]
-    stragglers: list[Straggler]
-    nccl_by_size: list[SizeEntry]
-    # What the figures cannot say, and why, in words: never a number that is silently wrong.
-    limits: list[str]
-    by_step: list[waiting.StepVerdict]
-    job_median_step_ms: float | None
-    verdict: answer.Verdict
-    fabric: yardstick.Fabric | None
-
-
-class Summary(_SummaryKeys, total=False):
-    label: str  # the job, run and report count the analysis read
-    # nccl-tests' own figures from its log: [bytes, time in us, bus bandwidth in GB/s or None].
-    nccl_tests: list[tuple[int, float, float | None]]
-    cuda_graphs: CudaGraphs
-    baseline: dict[str, Any]  # regress.Comparison: the --baseline comparison
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -268,30 +151,22 @@ def build(
     stepped = sum(1 for t in ranks if t.steps)
     judged = sum(1 for t in judged_ranks if t.steps)
     sizes = nccl_by_size(calls, world, fabric, lateness.call_wait_ns)
-    summary: Summary = {
-        "schema": SCHEMA,
-        "reports": reports,
-        "world_size": world,
-        "first_step_ignored": edges[0],
-        "last_step_ignored": edges[1],
-        "window_edges": {
-            "open": edges[0],
-            "close": edges[1],
-            "in_stragglers": False,
-            "in_medians": False,
-        },
-        "thresholds": thresholds.as_dict(),
-        "collectives_matched": lateness.matched,
-        # How: "operationId" (nsys's advanced NCCL tracing) or "order in step" (without it).
-        "collectives_matched_by": sorted(lateness.matched_by),
-        "steps_with_unequal_collective_counts": lateness.mismatched_steps,
-        "ranks": [_rank_entry(t, lateness) for t in ranks],
-        "stragglers": stragglers,
-        "nccl_by_size": sizes,
-        "limits": limits(calls, len(ranks), world, world_given),
-        "by_step": steps,
-        "job_median_step_ms": waiting.job_step_median(steps),
-        "verdict": answer.build(
+    summary = Summary(
+        reports=reports,
+        world_size=world,
+        first_step_ignored=edges[0],
+        last_step_ignored=edges[1],
+        thresholds=thresholds.as_dict(),
+        collectives_matched=lateness.matched,
+        collectives_matched_by=sorted(lateness.matched_by),
+        steps_with_unequal_collective_counts=lateness.mismatched_steps,
+        ranks=[_rank_entry(t, lateness) for t in ranks],
+        stragglers=stragglers,
+        nccl_by_size=sizes,
+        limits=limits(calls, len(ranks), world, world_given),
+        by_step=steps,
+        job_median_step_ms=waiting.job_step_median(steps),
+        verdict=answer.build(
             stragglers,
             steps,
             lateness,
@@ -301,33 +176,30 @@ def build(
             {**unjudged(ranks), **(absent or {})},
             holes,
         ),
-        "fabric": fabric,
-    }
+        fabric=fabric,
+        judged=JudgedWindow(edges[0], edges[1], tuple(s["step"] for s in steps if s["judged"])),
+        label=label,
+        nccl_tests=list(reference),
+    )
     # With one rank known there is no bus bandwidth to correct (a limit says so already).
     uncorrected = not_corrected(sizes) if world > 1 else None
     if uncorrected is not None:
-        summary["limits"].append(uncorrected)
+        summary.limits.append(uncorrected)
     if sizes and fabric is None:
-        summary["limits"].append(yardstick.NO_FABRIC)
+        summary.limits.append(yardstick.NO_FABRIC)
     elif sizes and fabric is not None:
-        summary["limits"].append(f"fabric: {yardstick.describe(fabric, world)}")
+        summary.limits.append(f"fabric: {yardstick.describe(fabric, world)}")
     if stepped > 1:
-        summary["limits"] += limits_of_readiness(ranks)
+        summary.limits += limits_of_readiness(ranks)
     if stepped == 1 and any(t.collectives for t in ranks):
-        summary["limits"].append(
+        summary.limits.append(
             "waiting not told from transfer: one rank recorded, so its collectives have no "
             "peer to compare with (all of their time counts as comm_transfer_ms)"
         )
-    summary["limits"] += path_limits(lateness)
-    graphs = cuda_graphs(ranks)
-    if graphs is not None:
-        summary["cuda_graphs"] = graphs
-        if graphs["traced"] == "graph":
-            summary["limits"].append(f"CUDA graphs: {graphs['note']}")
-    if label:
-        summary["label"] = label
-    if reference:
-        summary["nccl_tests"] = list(reference)
+    summary.limits += path_limits(lateness)
+    summary.cuda_graphs = cuda_graphs(ranks)
+    if summary.cuda_graphs is not None and summary.cuda_graphs["traced"] == "graph":
+        summary.limits.append(f"CUDA graphs: {summary.cuda_graphs['note']}")
     return summary
 
 

@@ -138,24 +138,7 @@ def _build(
     nodes: dict[int, str] | None,
 ) -> Verdict:
     judged = [s for s in steps if s["judged"]]
-    verdict: Verdict = {
-        "late_rank": None,
-        "kind": None,
-        "steps": [],
-        "judged_steps": len(judged),
-        "by_ms": None,
-        "late_together": [],
-        "late_together_count": 0,
-        "nodes": [],
-        "job_step_ms": _median([s["job_step_ms"] for s in judged]),
-        "what_if_step_ms": None,
-        "waited": [],
-        "waited_count": 0,
-        "also": [],
-        "not_judged": {},
-        "not_judged_steps": {},
-        "text": "",
-    }
+    verdict = said_nothing(len(judged), _median([s["job_step_ms"] for s in judged]))
     if not steps:
         verdict["text"] = "no step ranges ('step N') in the reports: no per-step verdict"
         return verdict
@@ -235,3 +218,26 @@ def _build(
         )
     verdict["text"] = text
     return verdict
+
+
+def said_nothing(judged_steps: int = 0, job_step_ms: float | None = None) -> Verdict:
+    """A verdict naming no rank, its sentence still to be said (empty: a summary.json written
+    before verdicts were has this one)."""
+    return {
+        "late_rank": None,
+        "kind": None,
+        "steps": [],
+        "judged_steps": judged_steps,
+        "by_ms": None,
+        "late_together": [],
+        "late_together_count": 0,
+        "nodes": [],
+        "job_step_ms": job_step_ms,
+        "what_if_step_ms": None,
+        "waited": [],
+        "waited_count": 0,
+        "also": [],
+        "not_judged": {},
+        "not_judged_steps": {},
+        "text": "",
+    }

@@ -1,8 +1,9 @@
 """The steps an analysis judged, as one typed value. judge/ decides them once: the window's
 edges (the first and last recorded step, which the capture's open and close pause) are left out
 (summary.py's first/last_step_ignored), and so is a step no rank could be judged on (waiting.py's
-by_step flag). Every reader (the views, the HTML report, the regression gate, a baseline written
-by an older nsysgen) reads them here, not from the summary's keys."""
+by_step flag). The summary carries it (summary_types.Summary.judged); every reader (the views,
+the HTML report, the regression gate) reads it there, and a summary.json read back, even one
+written by an older nsysgen, gets its own here."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ class JudgedWindow:
     judged: tuple[int, ...]  # the steps the verdict judged ((): none flagged, an old summary)
 
     @classmethod
-    def of(cls, summary: Mapping[str, Any]) -> JudgedWindow:
-        first, last = summary.get("first_step_ignored"), summary.get("last_step_ignored")
-        rows = summary.get("by_step") or []
+    def read_back(cls, data: Mapping[str, Any]) -> JudgedWindow:
+        """The judged window of summary.json's object (an older one: by_step unflagged, or
+        only its first edge)."""
+        first, last = data.get("first_step_ignored"), data.get("last_step_ignored")
+        rows = data.get("by_step") or []
         return cls(
             first if isinstance(first, int) else None,
             last if isinstance(last, int) else None,

@@ -1,6 +1,6 @@
 """The report's sections past lateness and the step breakdown: NCCL by message size against the
 fabric's expected bus bandwidth, what was not judged and why, and the comparison against a
-baseline. Keys summary.json may not hold yet (an older analysis) are shown as absent, never
+baseline. Figures a row may not hold (a baseline from an older analysis) are shown as absent, never
 guessed."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import html_svg as svg
 from nsysgen.analyze.render.html_sections import figure, para, table
 from nsysgen.analyze.render.html_verdict import Regression
@@ -43,17 +44,14 @@ def _flag_text(value: object) -> str:
     return "FLAGGED" if value is True else str(value)
 
 
-def nccl(summary: Mapping[str, Any]) -> str:
+def nccl(summary: Summary) -> str:
     head = '<section id="nccl"><h2>NCCL by message size</h2>'
-    rows: Sequence[Mapping[str, Any]] = summary.get("nccl_by_size") or []
+    rows: Sequence[Mapping[str, Any]] = summary.nccl_by_size
     if not rows:
         return head + para("No NCCL call of known message size in these reports.") + "</section>"
-    fabric = summary.get("fabric")
     out = [head]
-    if isinstance(fabric, Mapping) and fabric:
-        out.append(para(_fabric_text(fabric, summary.get("world_size"))))
-    elif isinstance(fabric, str) and fabric:
-        out.append(para(f"Fabric: {fabric}."))
+    if summary.fabric:
+        out.append(para(_fabric_text(summary.fabric, summary.world_size)))
     elif not any(_pick(r, _EXPECTED) is not None for r in rows):
         out.append(para("No expected bus bandwidth: the analysis had no fabric for this "
                         "cluster, so no size is judged against one."))  # fmt: skip
@@ -133,23 +131,16 @@ def _ratio(row: Mapping[str, Any]) -> str | None:
     return None if ratio is None else f"{100 * ratio:.0f} %"
 
 
-def not_judged(summary: Mapping[str, Any], notes: Sequence[str]) -> str:
-    items = [f"Limit: {text}" for text in summary.get("limits") or []]
-    unequal = summary.get("steps_with_unequal_collective_counts") or []
+def not_judged(summary: Summary, notes: Sequence[str]) -> str:
+    items = [f"Limit: {text}" for text in summary.limits]
+    unequal = summary.steps_with_unequal_collective_counts
     if unequal:
         items.append(
             f"Steps {', '.join(map(str, unequal))}: the ranks issued different collectives; "
             "only those in common were matched."
         )
-    graphs = summary.get("cuda_graphs")
-    if isinstance(graphs, Mapping) and graphs:
-        note = graphs.get("note")
-        text = note if isinstance(note, str) and note else "; ".join(
-            f"{k}: {v}" for k, v in sorted(graphs.items())
-        )  # fmt: skip
-        items.append(f"CUDA graphs: {text}")
-    elif isinstance(graphs, str) and graphs:
-        items.append(f"CUDA graphs: {graphs}")
+    if summary.cuda_graphs:
+        items.append(f"CUDA graphs: {summary.cuda_graphs['note']}")
     items += [note[:1].upper() + note[1:] for note in notes]
     head = '<section id="not-judged"><h2>What was not judged, and why</h2>'
     if not items:

@@ -8,11 +8,12 @@ from the reports (names of reports, ranks, operations) is escaped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import console, html_evidence, html_sections, views
 from nsysgen.analyze.render.html_verdict import Regression, regression, verdict
 
@@ -52,7 +53,7 @@ class ReportOptions(Protocol):
     def baseline(self) -> Path | None: ...
 
 
-def _verdict_box(summary: Mapping[str, Any], found: Regression | None) -> str:
+def _verdict_box(summary: Summary, found: Regression | None) -> str:
     said = verdict(summary)
     bad = said.late or (found is not None and bool(found.regressed))
     parts = [f'<p class="headline" id="verdict-headline">{escape(said.headline)}</p>']
@@ -67,13 +68,13 @@ def _verdict_box(summary: Mapping[str, Any], found: Regression | None) -> str:
 
 
 def render(
-    summary: Mapping[str, Any],
+    summary: Summary,
     notes: Sequence[str] = (),
     files: Sequence[str] = (),
 ) -> str:
     """The report's HTML. `notes`: what the analysis said it did not draw or compute."""
     found = regression(summary)
-    label = str(summary.get("label") or f"{len(summary.get('reports') or [])} report(s)")
+    label = summary.label or f"{len(summary.reports)} report(s)"
     ranks = views.stepped(summary)
     sections = [
         ("lateness", "Lateness", html_sections.lateness(summary)),
@@ -87,8 +88,8 @@ def render(
                             html_evidence.baseline(found)))  # fmt: skip
     nav = "".join(f'<a href="#{key}">{escape(name)}</a>' for key, name, _ in sections)
     scale = (
-        f"{len(ranks):,} ranks with steps, {len(summary.get('reports') or []):,} report(s), "
-        f"world size {summary.get('world_size', '?')}"
+        f"{len(ranks):,} ranks with steps, {len(summary.reports):,} report(s), "
+        f"world size {summary.world_size}"
     )
     listing = "".join(f"<li><code>{escape(name)}</code></li>" for name in files)
     files_html = (
@@ -115,7 +116,7 @@ def render(
 
 
 def write(
-    summary: Mapping[str, Any],
+    summary: Summary,
     options: ReportOptions | None,
     lines: list[str],
     written: Sequence[Path],

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from nsysgen.analyze.judge import naming
-from nsysgen.analyze.judge.window import JudgedWindow
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import html_svg as svg
 from nsysgen.analyze.render import views
 
@@ -74,11 +74,11 @@ def _top(grid: list[list[float | None]], floor: float) -> float:
     return max([floor, *(v for row in grid for v in row if v is not None)])
 
 
-def _heatmaps(summary: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]], title: str) -> str:
+def _heatmaps(summary: Summary, ranks: Sequence[Mapping[str, Any]], title: str) -> str:
     steps = sorted({int(s["step"]) for r in ranks for s in r["steps"]})
     edges = [j for j, s in enumerate(steps) if s in _edges(summary)]
     names = [f"rank {r['rank']}" for r in ranks]
-    floor = float((summary.get("thresholds") or {}).get("late_min_ms", 1.0))
+    floor = float(summary.thresholds.get("late_min_ms", 1.0))
     out = []
     for field, hue, what in (
         ("late_ms", RED, "late: its share of the step's critical path beyond the ranks on time"),
@@ -92,11 +92,11 @@ def _heatmaps(summary: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]], ti
     return "".join(out)
 
 
-def _edges(summary: Mapping[str, Any]) -> set[int]:
-    return set(JudgedWindow.of(summary).edges)
+def _edges(summary: Summary) -> set[int]:
+    return set(summary.judged.edges)
 
 
-def _spread_chart(summary: Mapping[str, Any], field: str, what: str, colour: str) -> str:
+def _spread_chart(summary: Summary, field: str, what: str, colour: str) -> str:
     spreads = views.per_step(summary, field)
     shaded = [j for j, s in enumerate(spreads) if s.edge]
     chart = svg.lines(
@@ -114,14 +114,14 @@ def _spread_chart(summary: Mapping[str, Any], field: str, what: str, colour: str
                          "window's edges, not judged)")  # fmt: skip
 
 
-def lateness(summary: Mapping[str, Any]) -> str:
+def lateness(summary: Summary) -> str:
     ranks = views.stepped(summary)
     head = '<section id="lateness"><h2>Lateness by rank and step</h2>'
     if len(ranks) < 2:
         return head + para("Lateness needs two ranks or more with steps.") + "</section>"
-    how = ", ".join(summary.get("collectives_matched_by") or []) or "step times"
+    how = ", ".join(summary.collectives_matched_by) or "step times"
     intro = para(
-        f"{summary.get('collectives_matched', 0):,} collectives matched across ranks (by "
+        f"{summary.collectives_matched:,} collectives matched across ranks (by "
         f"{how}). Each step's critical path is walked back from its last collective: at a "
         "collective to the rank that arrived last (its kernel is the shortest: the others "
         "waited for it), to the rank whose own work made it late. Its lateness is its share of "
@@ -177,11 +177,11 @@ def lateness(summary: Mapping[str, Any]) -> str:
     )
 
 
-def by_step(summary: Mapping[str, Any], most: int = 60) -> str:
-    """The job's steps (summary.json's "by_step", where the analysis wrote it): the job's step
+def by_step(summary: Summary, most: int = 60) -> str:
+    """The job's steps (the summary's by_step, where the analysis made it): the job's step
     time, the rank the others waited for and how many waited; the judged steps, at most `most`
     (the latest ones first beyond that)."""
-    rows = [s for s in summary.get("by_step") or [] if isinstance(s, Mapping)]
+    rows: list[Mapping[str, Any]] = list(summary.by_step)
     if not rows:
         return ""
     judged = [s for s in rows if s.get("judged")]
@@ -226,7 +226,7 @@ def _parts() -> list[tuple[str, str, str]]:
     return [(key, label, colour) for key, label, colour, _ in views.PARTS]
 
 
-def breakdown(summary: Mapping[str, Any]) -> str:
+def breakdown(summary: Summary) -> str:
     ranks = views.stepped(summary)
     head = '<section id="breakdown"><h2>Where each rank\'s step went</h2>'
     if not ranks:
@@ -272,9 +272,8 @@ def breakdown(summary: Mapping[str, Any]) -> str:
     )
 
 
-def window(summary: Mapping[str, Any]) -> str:
-    read = JudgedWindow.of(summary)
-    first, last = read.first_edge, read.last_edge
+def window(summary: Summary) -> str:
+    first, last = summary.judged.first_edge, summary.judged.last_edge
     head = '<section id="window"><h2>The window\'s edges</h2>'
     if first is None and last is None:
         return head + para("No steps recorded: no window.") + "</section>"

@@ -1,6 +1,6 @@
 """The verdict the report opens with: who was late, on which steps, by how much, and who waited;
-against a baseline, whether the job's step time regressed and why. Plain sentences, from
-summary.json: its own "verdict" where the analysis wrote one, else from its stragglers."""
+against a baseline, whether the job's step time regressed and why. Plain sentences, from the
+summary: its own verdict where the analysis made one, else from its stragglers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsysgen.analyze.judge import naming
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import views
 
 
@@ -19,17 +20,15 @@ class Verdict:
     late: bool  # a rank held the others up
 
 
-def _given(summary: Mapping[str, Any]) -> str | None:
-    """The analysis's own verdict sentence, when summary.json has one."""
-    given = summary.get("verdict")
-    if isinstance(given, Mapping):
-        given = next((t for k in ("text", "headline") if isinstance(t := given.get(k), str)), None)
-    if not isinstance(given, str) or not given:
+def _given(summary: Summary) -> str | None:
+    """The analysis's own verdict sentence, when the summary has one."""
+    given = summary.verdict["text"]
+    if not given:
         return None
     return _upper(given) + ("" if given.endswith(".") else ".")
 
 
-def straggler_sentence(summary: Mapping[str, Any], s: Mapping[str, Any]) -> str:
+def straggler_sentence(summary: Summary, s: Mapping[str, Any]) -> str:
     judged = len(views.judged_steps(summary))
     steps = [int(x) for x in s.get("steps", [])]
     waited = views.waited_for(summary, int(s["rank"]), steps)
@@ -46,8 +45,8 @@ def straggler_sentence(summary: Mapping[str, Any], s: Mapping[str, Any]) -> str:
     )
 
 
-def verdict(summary: Mapping[str, Any]) -> Verdict:
-    stragglers: Sequence[Mapping[str, Any]] = summary.get("stragglers") or []
+def verdict(summary: Summary) -> Verdict:
+    stragglers: Sequence[Mapping[str, Any]] = summary.stragglers
     ranks = views.stepped(summary)
     given = _given(summary)
     details = [_upper(straggler_sentence(summary, s)) + "." for s in stragglers]
@@ -60,7 +59,7 @@ def verdict(summary: Mapping[str, Any]) -> Verdict:
     elif len(ranks) < 2:
         headline = "One rank recorded: who was late needs two ranks or more."
     else:
-        thresholds = summary.get("thresholds") or {}
+        thresholds = summary.thresholds
         bar = (
             f"{thresholds.get('late_min_ms', 1):g} ms and "
             f"{100 * float(thresholds.get('late_min_fraction_of_step', 0.25)):g} % of the step"
@@ -73,7 +72,7 @@ def verdict(summary: Mapping[str, Any]) -> Verdict:
     return Verdict(given or headline, (), False)
 
 
-def console_line(summary: Mapping[str, Any]) -> str:
+def console_line(summary: Summary) -> str:
     """The verdict as the first line `nsysgen analyze` prints."""
     return "verdict: " + verdict(summary).headline
 
@@ -91,11 +90,11 @@ class Regression:
         return tuple(c for c in self.changes if c.get("regressed"))
 
 
-def regression(summary: Mapping[str, Any]) -> Regression | None:
+def regression(summary: Summary) -> Regression | None:
     """The comparison's verdict (about the job's step time, naming its cause) and figures, or
     None without --baseline."""
-    block = summary.get("baseline")
-    if not isinstance(block, Mapping):
+    block = summary.baseline
+    if block is None:
         return None
     changes = tuple(c for c in block.get("changes") or [] if isinstance(c, Mapping))
     text = str(block.get("text") or "")

@@ -1,7 +1,7 @@
 """Pictures of the per rank x step analysis: who was late (lateness and wait per rank and step),
 exposed communication per rank and step, the per-rank time bar, and NCCL time and bus bandwidth
-against message size on one shared x axis. Drawn from summary.json's content, so they show
-exactly the figures the summary holds.
+against message size on one shared x axis. Drawn from the summary (summary.json's content), so
+they show exactly the figures the summary holds.
 
 Every figure is built on a constrained layout, its legends outside the axes, its title and the
 job, run and report count it shows above them: nothing is clipped or covers the data. A figure
@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from nsysgen.analyze.judge.summary import RankEntry, StepColumn, Summary
+from nsysgen.analyze.judge.summary_types import RankEntry, StepColumn, Summary
 from nsysgen.analyze.read.nccl import NcclCall, human_size
 from nsysgen.analyze.read.safe import op_file
 from nsysgen.analyze.render import views
@@ -83,7 +83,7 @@ def _heat(
 
 
 def _floor(summary: Summary) -> float:
-    return float(summary["thresholds"].get("late_min_ms", 1.0))
+    return float(summary.thresholds.get("late_min_ms", 1.0))
 
 
 def _spread(axis: Any, summary: Summary, field: str, colour: str, what: str) -> None:
@@ -125,7 +125,7 @@ def lateness_figure(summary: Summary) -> Any:
     heat_in = max(3.2, 0.45 * len(shown) + 2.2)
     figure, axes = new_figure(
         "Late ranks: the time each cost the job, per rank and step",
-        summary.get("label", ""),
+        summary.label,
         _size(max(9.0, 0.8 * steps + 5), heat_in + spread_in),
         rows=2 if scaled else 1,
         columns=2,
@@ -156,7 +156,7 @@ def exposed_figure(summary: Summary) -> Any:
     scaled = len(ranks) >= views.SCALE_RANKS
     figure, (axis,) = new_figure(
         f"Exposed communication per {'step over ranks' if scaled else 'rank and step'} ({where})",
-        summary.get("label", ""),
+        summary.label,
         (9.0, 4.6) if scaled else
         _size(max(6.0, 0.45 * steps + 3), max(3.0, 0.45 * len(ranks) + 2.0)),
     )  # fmt: skip
@@ -189,7 +189,7 @@ def breakdown_figure(summary: Summary) -> Any:
             f"Where the step goes: the rank with the median step, the late ranks and those\n"
             f"that waited most, of {len(ranks):,} ranks (mean per judged step)"
         )
-    figure, (axis,) = new_figure(title, summary.get("label", ""),
+    figure, (axis,) = new_figure(title, summary.label,
                                  _size(max(7.5, 0.6 * len(rows) + 3), 4.8))  # fmt: skip
     labels = [label for label, _ in rows]
     bottom = [0.0] * len(rows)
@@ -212,10 +212,10 @@ def sizes_figure(op: str, calls: list[NcclCall], summary: Summary) -> Any:
     transfer time (its wait for the last peer taken out, nsysgen/analyze/judge/bandwidth.py); the
     median transfer is drawn beside the median kernel where a wait was taken out."""
     sized = [c for c in calls if c.op == op and c.size_bytes]
-    rows = [r for r in summary["nccl_by_size"] if r["op"] == op]
+    rows = [r for r in summary.nccl_by_size if r["op"] == op]
     figure, (top, bottom) = new_figure(
         f"{op}: GPU kernel time and transfer bandwidth by message size",
-        summary.get("label", ""),
+        summary.label,
         (7.5, 6.8),
         rows=2,
         sharex=True,
@@ -235,7 +235,7 @@ def sizes_figure(op: str, calls: list[NcclCall], summary: Summary) -> Any:
                  label="median transfer (its wait for the last peer taken out)")  # fmt: skip
     top.set_yscale("log")
     top.set_ylabel("GPU kernel time per call (µs)")
-    world = summary["world_size"]
+    world = summary.world_size
     bus = [(r["size_bytes"], r["transfer_busbw_GBps"]) for r in rows
            if r["transfer_busbw_GBps"] is not None]  # fmt: skip
     if bus:
@@ -245,7 +245,7 @@ def sizes_figure(op: str, calls: list[NcclCall], summary: Summary) -> Any:
         algbw = [r["transfer_algbw_GBps"] or float("nan") for r in rows]
         bottom.plot(sizes, algbw, color="#8c8c8c", marker="o",
                     label="algorithm bandwidth (world size unknown)")  # fmt: skip
-    reference = [(size, busbw) for size, _, busbw in summary.get("nccl_tests", []) if busbw]
+    reference = [(size, busbw) for size, _, busbw in summary.nccl_tests if busbw]
     if reference:
         bottom.plot([s for s, _ in reference], [b for _, b in reference], color="#dd8452",
                     marker="s", linestyle="--", label="bus bandwidth, nccl-tests log")  # fmt: skip
@@ -270,7 +270,7 @@ def _lateness_skip(summary: Summary) -> str | None:
     ranks = _ranks(summary)
     if len(ranks) < 2:
         return "lateness needs two ranks or more"
-    if summary["collectives_matched"] == 0:
+    if summary.collectives_matched == 0:
         return "no collective matched across ranks"
     if not (_has_values(summary, "late_ms") or _has_values(summary, "wait_ms")):
         return "no rank waited for another"
@@ -298,7 +298,7 @@ def figures(summary: Summary, calls: list[NcclCall]) -> list[Figure]:
         ("rank_breakdown.png", partial(breakdown_figure, summary), _breakdown_skip(summary)),
     ]
     for op in sorted({c.op for c in calls}):
-        rows = [r for r in summary["nccl_by_size"] if r["op"] == op]
+        rows = [r for r in summary.nccl_by_size if r["op"] == op]
         why = None if rows else "no call of known message size"
         shown.append((op_file(op, "by_size"), partial(sizes_figure, op, calls, summary), why))
     return shown
@@ -309,7 +309,7 @@ def draw_all(
 ) -> tuple[list[Path], list[str]]:
     """Every picture, each drawn again only when its data changed (`plots`); and a line per
     picture not drawn, saying why (a PNG of an earlier run under that name is removed)."""
-    shown = plots.key("summary", summary)  # what the summary holds, once for every plot
+    shown = plots.key("summary", summary.as_json())  # what the summary holds, once for every plot
     drawn, skipped = [], []
     for name, build, why in figures(summary, calls):
         if why is not None:

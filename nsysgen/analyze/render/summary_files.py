@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import get_args
 
-from nsysgen.analyze.judge.summary import (
+from nsysgen.analyze.judge.bandwidth import SizeColumn
+from nsysgen.analyze.judge.summary_types import (
     MEDIAN_FIELDS,
-    SizeColumn,
     StepColumn,
     Summary,
     TotalsColumn,
@@ -23,9 +23,9 @@ def write(summary: Summary, out: Path) -> list[Path]:
     target = out / "summary.json"
     # One line: json's C encoder only writes unindented JSON, and a summary of 1000 ranks x 1000
     # steps holds a million step rows (steps.csv has them for reading).
-    target.write_text(json.dumps(summary) + "\n")
+    target.write_text(json.dumps(summary.as_json()) + "\n")
     written = [target]
-    ranks = summary["ranks"]
+    ranks = summary.ranks
     step_columns: tuple[StepColumn, ...] = get_args(StepColumn)
     written.append(
         _csv(
@@ -57,7 +57,7 @@ def write(summary: Summary, out: Path) -> list[Path]:
             ],
         )
     )
-    stragglers = summary["stragglers"]
+    stragglers = summary.stragglers
     written.append(
         _csv(
             out / "stragglers.csv",
@@ -74,7 +74,7 @@ def write(summary: Summary, out: Path) -> list[Path]:
             ],
         )
     )
-    sizes = summary["nccl_by_size"]
+    sizes = summary.nccl_by_size
     size_columns: tuple[SizeColumn, ...] = get_args(SizeColumn)
     written.append(
         _csv(

@@ -3,8 +3,8 @@ step went, lateness per step as distributions over ranks, the top late ranks, th
 waited, and ranks grouped by node. Shared by the HTML report (html_*.py) and the PNGs
 (steps_plot.py), so that both say the same thing.
 
-summary.json grows (issue 39): every key read here may be absent in an older or partial summary,
-and a view falls back to what is there rather than failing.
+The summary is the typed value (nsysgen/analyze/judge/summary_types.py); a rank's step rows grew
+over time (issue 39), and a view falls back to what a row has rather than failing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsysgen.analyze.judge.naming import GPUS_PER_NODE, _named_node, node_of
-from nsysgen.analyze.judge.window import JudgedWindow
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.ranks import NO_KERNELS
 
 # From this many ranks on, no view draws one bar or one row per rank: distributions over ranks,
@@ -89,13 +89,13 @@ def rank_parts(rank: Mapping[str, Any]) -> dict[str, float]:
     return {key: statistics.fmean(r[key] for r in rows) for key, _, _, _ in PARTS}
 
 
-def stepped(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def stepped(summary: Summary) -> list[Mapping[str, Any]]:
     """The ranks with steps that the verdict judged: a rank left out of the judgement (its
     step times not comparable with the others', nsysgen/analyze/read/ranks.py) is drawn in no
     picture either (one figure per fact; the verdict names it)."""
-    named = (summary.get("verdict") or {}).get("not_judged") or {}
+    named = summary.verdict["not_judged"]
     left_out = {rank for rank, why in named.items() if why == NO_KERNELS}
-    ranks = summary.get("ranks") or []
+    ranks: list[Mapping[str, Any]] = list(summary.ranks)
     return [r for r in ranks if r.get("steps") and str(r["rank"]) not in left_out]
 
 
@@ -117,7 +117,7 @@ class Spread:
     edge: bool
 
 
-def per_step(summary: Mapping[str, Any], field: str) -> list[Spread]:
+def per_step(summary: Summary, field: str) -> list[Spread]:
     values: dict[int, list[tuple[float, int]]] = defaultdict(list)
     edges: set[int] = set()
     for rank in stepped(summary):
@@ -146,22 +146,20 @@ class RankLateness:
 
 
 # nsysgen's wrapper names a report ..._rankR_nodeN (bench/synth_export.py names them alike).
-def per_node(summary: Mapping[str, Any]) -> int:
+def per_node(summary: Summary) -> int:
     """GPUs per node: the fabric's (the cluster config's), else GPUS_PER_NODE."""
-    fabric = summary.get("fabric")
-    count = fabric.get("gpus_per_node") if isinstance(fabric, Mapping) else None
+    count = summary.fabric["gpus_per_node"] if summary.fabric else None
     return count if isinstance(count, int) and count > 0 else GPUS_PER_NODE
 
 
-def nodes_named(summary: Mapping[str, Any]) -> bool:
-    return any(_named_node(r) is not None for r in summary.get("ranks") or [])
+def nodes_named(summary: Summary) -> bool:
+    return any(_named_node(r) is not None for r in summary.ranks)
 
 
-def lateness_by_rank(summary: Mapping[str, Any]) -> list[RankLateness]:
+def lateness_by_rank(summary: Summary) -> list[RankLateness]:
     """Every stepped rank's lateness and wait over its judged steps, latest first."""
     straggler_steps = {
-        int(s["rank"]): [int(x) for x in s.get("steps", [])]
-        for s in summary.get("stragglers") or []
+        int(s["rank"]): [int(x) for x in s.get("steps", [])] for s in summary.stragglers
     }
     out = []
     gpus = per_node(summary)
@@ -185,7 +183,7 @@ class NodeLateness:
     first_rank: int  # orders nodes of equal lateness as the job numbers them
 
 
-def by_node(summary: Mapping[str, Any]) -> list[NodeLateness]:
+def by_node(summary: Summary) -> list[NodeLateness]:
     groups: dict[str, list[RankLateness]] = defaultdict(list)
     for r in lateness_by_rank(summary):
         groups[r.node].append(r)
@@ -203,14 +201,14 @@ def by_node(summary: Mapping[str, Any]) -> list[NodeLateness]:
     return sorted(out, key=lambda n: (-n.late_ms, n.first_rank))
 
 
-def judged_steps(summary: Mapping[str, Any]) -> list[int]:
+def judged_steps(summary: Summary) -> list[int]:
     """The steps the verdict judged (by_step's flag: the window's edges and the steps a rank
     cannot be judged on left out); without any, the steps inside the window."""
     recorded = (int(s["step"]) for r in stepped(summary) for s in r["steps"])
-    return JudgedWindow.of(summary).steps(recorded)
+    return summary.judged.steps(recorded)
 
 
-def waited_for(summary: Mapping[str, Any], late_rank: int, steps: list[int]) -> list[int]:
+def waited_for(summary: Summary, late_rank: int, steps: list[int]) -> list[int]:
     """The ranks that waited (wait_ms > 0) on the late rank's steps, by how long."""
     wanted = set(steps)
     totals: dict[int, float] = defaultdict(float)

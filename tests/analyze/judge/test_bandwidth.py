@@ -39,7 +39,7 @@ def test_a_rank_late_on_most_steps_leaves_the_bandwidth_and_the_slow_size_seen(
 ) -> None:
     planted_job(tmp_path, 64, {37: dict.fromkeys(LATE_STEPS, 15.0)}, SLOW_SIZE)
     summary = analyse([read_export(p) for p in sorted(tmp_path.glob("*.sqlite"))])
-    sizes = by_size(json.loads(json.dumps(summary)))  # as summary.json holds it
+    sizes = by_size(json.loads(json.dumps(summary.as_json())))  # as summary.json holds it
     planted = synth().Shape().busbw_GBps
     large, slow = sizes[LARGE], sizes[SLOW_SIZE]
     # The kernels hold the wait: 63 ranks wait 15 ms for rank 37 on 5 of 8 steps, so the median
@@ -56,10 +56,10 @@ def test_a_rank_late_on_most_steps_leaves_the_bandwidth_and_the_slow_size_seen(
     # Every call was matched: none kept its wait, and no limit says otherwise.
     assert all(row["calls_not_corrected"] == 0 for row in sizes.values())
     assert all(row["calls"] == 64 * 8 for row in sizes.values())
-    assert not [text for text in summary["limits"] if "whole kernel time" in text]
+    assert not [text for text in summary.limits if "whole kernel time" in text]
     # Said wherever it was used: readiness is inferred from launch order (the synthetic
     # exports hold no CUDA event table).
-    assert f"{BY_LAUNCH_ORDER} ({NO_TABLES})" in summary["limits"]
+    assert f"{BY_LAUNCH_ORDER} ({NO_TABLES})" in summary.limits
     # Taking a wait out never makes a call longer.
     for row in sizes.values():
         assert row["transfer_median_us"] <= row["median_us"]
@@ -73,7 +73,7 @@ def test_unmatched_calls_keep_their_kernel_time_and_are_counted() -> None:
     ranks = assign_ranks([reduced.tables])
     lateness = measure(ranks)
     summary = build(ranks, lateness, [], reduced.calls, Thresholds(), 8, [reduced.name], True)
-    rows = summary["nccl_by_size"]
+    rows = summary.nccl_by_size
     assert rows
     for row in rows:
         assert row["transfer_median_us"] == row["median_us"]
@@ -83,7 +83,7 @@ def test_unmatched_calls_keep_their_kernel_time_and_are_counted() -> None:
     assert (
         f"bandwidth of {sized} of {sized} sized NCCL call(s) from their whole kernel time: not "
         "matched across ranks"
-    ) in " ".join(summary["limits"])
+    ) in " ".join(summary.limits)
 
 
 def call(start: int, duration: int, size: int = 1 << 20) -> NcclCall:
@@ -123,8 +123,8 @@ def test_steps17_waits_are_within_each_collective() -> None:
     for step in (9, 12, 13, 14):  # rank 1 late: rank 0 waited, rank 1 did not
         assert waited[(0, step)] > 25_000_000 and waited[(1, step)] == 0
     summary = analyse(reduced)
-    assert summary["nccl_by_size"] == []
-    assert not [text for text in summary["limits"] if "whole kernel time" in text]
+    assert summary.nccl_by_size == []
+    assert not [text for text in summary.limits if "whole kernel time" in text]
 
 
 def test_the_map_steps_cached_result_keeps_each_collectives_start() -> None:

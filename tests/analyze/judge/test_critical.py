@@ -21,7 +21,8 @@ import pytest
 from nsysgen.analyze.judge.critical import Arrival, walk
 from nsysgen.analyze.judge.late_ranks import find, path_limits
 from nsysgen.analyze.judge.stragglers import Lateness, Thresholds, measure
-from nsysgen.analyze.judge.summary import Summary, build
+from nsysgen.analyze.judge.summary import build
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.ranks import assign_ranks
 from nsysgen.analyze.read.report import read_export
 from nsysgen.analyze.read.steps import Collective, RankTables, StepRow
@@ -57,7 +58,7 @@ def analysed(folder: Path, ranks: int, **plant: Any) -> tuple[Summary, Lateness,
 
 
 def step(summary: Summary, number: int) -> Any:
-    return next(s for s in summary["by_step"] if s["step"] == number)
+    return next(s for s in summary.by_step if s["step"] == number)
 
 
 def close(measured: float, planted: float) -> bool:
@@ -66,9 +67,9 @@ def close(measured: float, planted: float) -> bool:
 
 def assert_control(summary: Summary) -> None:
     """Nothing late, and nothing above the floor on any step or rank."""
-    assert summary["verdict"]["late_rank"] is None and summary["stragglers"] == []
-    assert all(s["late_rank"] is None and s["late_ms"] == 0.0 for s in summary["by_step"])
-    assert all(e["late_ms"] == 0.0 for r in summary["ranks"] for e in r["steps"])
+    assert summary.verdict["late_rank"] is None and summary.stragglers == []
+    assert all(s["late_rank"] is None and s["late_ms"] == 0.0 for s in summary.by_step)
+    assert all(e["late_ms"] == 0.0 for r in summary.ranks for e in r["steps"])
 
 
 def test_a_host_delay_every_step_is_the_time_it_cost_and_the_sum_overcounts(
@@ -79,7 +80,7 @@ def test_a_host_delay_every_step_is_the_time_it_cost_and_the_sum_overcounts(
     summary, lateness, made = analysed(
         tmp_path / "late", 2, host_ms={1: dict.fromkeys(JUDGED, 25.0)}
     )
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["kind"], verdict["steps"]) == (1, "slow rank", [*JUDGED])
     for number in JUDGED:
         s = step(summary, number)
@@ -90,7 +91,7 @@ def test_a_host_delay_every_step_is_the_time_it_cost_and_the_sum_overcounts(
         # The sum over the step's six bucket all-reduces counts the same wait again and again.
         assert lateness.summed_late_ms[(1, number)] > 1.2 * 25.0
     # The rank that waited lost time to it: its exposed wait and its slowed compute.
-    rank0 = next(r for r in summary["ranks"] if r["rank"] == 0)
+    rank0 = next(r for r in summary.ranks if r["rank"] == 0)
     judged = [e for e in rank0["steps"] if e["step"] in JUDGED]
     assert all(e["late_ms"] == 0.0 and (e["wait_ms"] or 0.0) > 15.0 for e in judged)
     assert verdict["what_if_step_ms"] == pytest.approx(
@@ -100,7 +101,7 @@ def test_a_host_delay_every_step_is_the_time_it_cost_and_the_sum_overcounts(
 
 def test_a_hiccup_is_late_on_its_steps_only(tmp_path: Path) -> None:
     summary, _, _ = analysed(tmp_path / "hiccup", 2, host_ms={0: {11: 40.0, 14: 40.0}})
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["kind"], verdict["steps"]) == (0, "hiccup", [11, 14])
     for number in JUDGED:
         s = step(summary, number)
@@ -116,7 +117,7 @@ def test_a_slower_gpu_costs_its_extra_kernel_time(tmp_path: Path, ranks: int) ->
     spinning NCCL kernels: compared with those, the slow GPU would look far less late."""
     slow = ranks - 1
     summary, _, made = analysed(tmp_path / "gpu", ranks, slow={slow: 1.5})
-    assert summary["verdict"]["late_rank"] == slow
+    assert summary.verdict["late_rank"] == slow
     for number in JUDGED:
         s = step(summary, number)
         assert s["late_rank"] == slow and close(s["late_ms"], made.extra_ms[(slow, number)]), s
@@ -127,7 +128,7 @@ def test_a_node_late_as_a_whole_is_named_and_priced(tmp_path: Path) -> None:
     assert_control(control)
     late = {r: dict.fromkeys(JUDGED, 25.0) for r in range(8, 16)}
     summary, _, _ = analysed(tmp_path / "node", 16, host_ms=late)
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert verdict["nodes"] == ["node 1"] and verdict["late_together_count"] == 8
     assert verdict["text"].startswith("node 1 (ranks ")
     assert close(verdict["by_ms"] or 0.0, 25.0) and verdict["waited_count"] == 8
@@ -143,7 +144,7 @@ def test_a_node_late_as_a_whole_is_named_and_priced(tmp_path: Path) -> None:
 def test_half_of_64_ranks_late_together_is_a_late_group_not_all_clear(tmp_path: Path) -> None:
     late = {r: dict.fromkeys(JUDGED, 25.0) for r in range(32, 64)}
     summary, _, _ = analysed(tmp_path / "half", 64, host_ms=late)
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert verdict["late_together_count"] == 32 and len(verdict["nodes"]) == 4
     assert verdict["text"].startswith("4 nodes (ranks ") and close(verdict["by_ms"] or 0, 25.0)
 
@@ -151,7 +152,7 @@ def test_half_of_64_ranks_late_together_is_a_late_group_not_all_clear(tmp_path: 
 @pytest.mark.slow
 def test_one_rank_of_1024_late_is_named_with_its_cost(tmp_path: Path) -> None:
     summary, _, _ = analysed(tmp_path / "big", 1024, host_ms={700: dict.fromkeys(JUDGED, 25.0)})
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["late_together_count"]) == (700, 1)
     assert close(verdict["by_ms"] or 0.0, 25.0) and verdict["waited_count"] == 1023
 

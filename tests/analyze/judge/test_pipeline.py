@@ -20,7 +20,8 @@ from nsysgen.analyze.judge.late_ranks import ALONE, find, path_limits
 from nsysgen.analyze.judge.matching import Comm
 from nsysgen.analyze.judge.pipeline import held_by, pairs, partners, without_p2p
 from nsysgen.analyze.judge.stragglers import Lateness, Thresholds, measure
-from nsysgen.analyze.judge.summary import Summary, build
+from nsysgen.analyze.judge.summary import build
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.ranks import assign_ranks
 from nsysgen.analyze.read.report import read_export
 from nsysgen.analyze.read.steps import Collective
@@ -60,7 +61,7 @@ def analysed(
 
 
 def step(summary: Summary, number: int) -> Any:
-    return next(s for s in summary["by_step"] if s["step"] == number)
+    return next(s for s in summary.by_step if s["step"] == number)
 
 
 def close(measured: float, truth: float) -> bool:
@@ -79,10 +80,10 @@ def test_a_late_rank_costs_the_time_the_step_grew_and_no_bubble_is_lateness(
     stage part of it runs while that rank would have waited for the gradients anyway (the
     bubble): the figure is what it cost, the step's growth over the control."""
     control, _, clean = analysed(tmp_path / "control", ranks, stages)
-    assert control["verdict"]["late_rank"] is None and control["stragglers"] == []
-    assert all(s["late_ms"] == 0.0 for s in control["by_step"] if s["judged"])
+    assert control.verdict["late_rank"] is None and control.stragglers == []
+    assert all(s["late_ms"] == 0.0 for s in control.by_step if s["judged"])
     summary, lateness, made = analysed(tmp_path / "late", ranks, stages, host_ms=late_on([late]))
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["late_together_count"]) == (late, 1), verdict["text"]
     for number in JUDGED:
         cost = made[number] - clean[number]
@@ -108,12 +109,12 @@ def test_a_slower_gpu_and_a_hiccup_in_a_stage_cost_what_the_step_grew(tmp_path: 
     step 11 only."""
     _, _, clean = analysed(tmp_path / "control", 8, 2)
     summary, _, made = analysed(tmp_path / "gpu", 8, 2, slow={5: 1.5})
-    assert summary["verdict"]["late_rank"] == 5
+    assert summary.verdict["late_rank"] == 5
     for number in JUDGED:
         s = step(summary, number)
         assert s["late_rank"] == 5 and close(s["late_ms"], made[number] - clean[number]), s
     summary, _, made = analysed(tmp_path / "hiccup", 8, 2, host_ms={5: {11: 40.0}})
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["kind"], verdict["steps"]) == (5, "hiccup", [11])
     assert close(step(summary, 11)["late_ms"], made[11] - clean[11])
     assert all(step(summary, n)["late_ms"] == 0.0 for n in JUDGED if n != 11)
@@ -162,7 +163,7 @@ def test_a_node_of_a_64_rank_pipeline_late_together_is_named_with_its_cost(
     grew."""
     _, _, clean = analysed(tmp_path / "control", 64, 4)
     summary, lateness, made = analysed(tmp_path / "node", 64, 4, host_ms=late_on([*range(40, 48)]))
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert verdict["nodes"] == ["node 5"] and verdict["late_together_count"] == 8
     for number in JUDGED:
         s = step(summary, number)
@@ -177,7 +178,7 @@ def test_one_rank_of_a_1024_rank_pipeline_is_named_with_its_cost(tmp_path: Path)
     eight stages' step is ~92 ms: 25 ms would be under the bar, a quarter of the step)."""
     _, _, clean = analysed(tmp_path / "control", 1024, 8)
     summary, _, made = analysed(tmp_path / "big", 1024, 8, host_ms=late_on([1000], 40.0))
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["late_together_count"]) == (1000, 1)
     for number in JUDGED:
         s = step(summary, number)
@@ -188,8 +189,8 @@ def test_a_pipeline_without_data_parallel_peers_is_not_judged(tmp_path: Path) ->
     """Two stages of one rank each: nothing to measure a rank against, so no step is judged,
     and the verdict says so (never 'no rank late')."""
     summary, lateness, _ = analysed(tmp_path / "pure", 2, 2, host_ms=late_on([1]))
-    assert lateness.peerless[10] == [0, 1] and summary["stragglers"] == []
-    text = summary["verdict"]["text"]
+    assert lateness.peerless[10] == [0, 1] and summary.stragglers == []
+    text = summary.verdict["text"]
     assert text.startswith("not judged: steps ") and f"on ranks 0 and 1 ({ALONE})" in text
     assert text.endswith("no step judged on 2 ranks") and "no rank late" not in text
 

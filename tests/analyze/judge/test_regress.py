@@ -4,17 +4,17 @@ verdict), not a slower fabric."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from nsysgen.analyze.judge.regress import compare
-from nsysgen.analyze.judge.summary import Summary
+from nsysgen.analyze.judge.summary_types import Summary
 
 
 def _summary(busbw: float, transfer: float | None) -> Summary:
     row: dict[str, Any] = {"op": "AllReduce", "size": "16 MiB", "busbw_GBps": busbw}
     if transfer is not None:
         row["transfer_busbw_GBps"] = transfer
-    return cast(Summary, {"ranks": [], "nccl_by_size": [row]})
+    return Summary.from_json({"ranks": [], "nccl_by_size": [row]})
 
 
 def _lines(old: Summary, new: Summary) -> list[str]:

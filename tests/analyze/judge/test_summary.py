@@ -9,7 +9,8 @@ import statistics
 
 from nsysgen.analyze.judge.late_ranks import find
 from nsysgen.analyze.judge.stragglers import Thresholds, measure
-from nsysgen.analyze.judge.summary import SCHEMA, Summary, all_edges, build, limits, own_edges
+from nsysgen.analyze.judge.summary import all_edges, build, limits, own_edges
+from nsysgen.analyze.judge.summary_types import SCHEMA, Summary
 from nsysgen.analyze.read.nccl import NcclCall
 from nsysgen.analyze.read.report import read_export
 from nsysgen.analyze.read.steps import RankTables, StepRow
@@ -56,11 +57,11 @@ def test_the_window_edges_of_the_job_and_of_each_rank() -> None:
     assert all_edges([]) == (None, None)
     lateness = measure(ranks)
     summary = build(ranks, lateness, [], [], Thresholds(), 2, ["a", "b"])
-    entries = summary["ranks"][1]["steps"]
+    entries = summary.ranks[1]["steps"]
     assert [e["window_edge"] for e in entries] == ["open", None, None, "close"]
     # Medians over a rank's own judged steps: 5 and 6 for rank 1 (15 and 16 ms).
-    assert summary["ranks"][1]["medians_without_window_edges"]["step_ms"] == 15.5
-    assert (summary["first_step_ignored"], summary["last_step_ignored"]) == (3, 7)
+    assert summary.ranks[1]["medians_without_window_edges"]["step_ms"] == 15.5
+    assert (summary.first_step_ignored, summary.last_step_ignored) == (3, 7)
 
 
 def test_one_rank_of_the_h200_run() -> None:
@@ -70,21 +71,21 @@ def test_one_rank_of_the_h200_run() -> None:
     summary: Summary = build(ranks, lateness, find(ranks, lateness, Thresholds()), [],
                              Thresholds(), 1, [reduced.name], label="job s17-slow, run 2",
                              reference=((1024, 14.2, None),))  # fmt: skip
-    assert list(summary) == [
+    assert list(summary.as_json()) == [
         "schema", "reports", "world_size", "first_step_ignored", "last_step_ignored",
         "window_edges", "thresholds", "collectives_matched", "collectives_matched_by",
         "steps_with_unequal_collective_counts", "ranks", "stragglers", "nccl_by_size", "limits",
         "by_step", "job_median_step_ms", "verdict", "fabric", "label", "nccl_tests",
     ]  # fmt: skip
-    assert (summary["schema"], summary["label"], summary["nccl_tests"]) == (
+    assert (summary.as_json()["schema"], summary.label, summary.nccl_tests) == (
         SCHEMA, "job s17-slow, run 2", [(1024, 14.2, None)]
     )  # fmt: skip
-    assert summary["limits"] == [
+    assert summary.limits == [
         "waiting not told from transfer: one rank recorded, so its collectives have no peer to "
         "compare with (all of their time counts as comm_transfer_ms)"
     ]
-    assert summary["verdict"]["text"] == "one rank recorded: who was late needs two ranks or more"
-    (entry,) = summary["ranks"]
+    assert summary.verdict["text"] == "one rank recorded: who was late needs two ranks or more"
+    (entry,) = summary.ranks
     assert (entry["rank"], entry["report"], entry["totals"]["steps"]) == (1, reduced.name, 8)
     judged = [s["step_ms"] or 0.0 for s in entry["steps"] if s["window_edge"] is None]
     assert [s["step"] for s in entry["steps"] if s["window_edge"]] == [8, 15]

@@ -18,7 +18,8 @@ import pytest
 from nsysgen.analyze.judge.late_ranks import find
 from nsysgen.analyze.judge.regress import compare, comparison
 from nsysgen.analyze.judge.stragglers import Thresholds, measure
-from nsysgen.analyze.judge.summary import Summary, build
+from nsysgen.analyze.judge.summary import build
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.ranks import assign_ranks
 from nsysgen.analyze.read.report import Reduced, read_export
 from tests.analyze.export_tables import TABLES
@@ -58,7 +59,7 @@ def ms(entry: Mapping[str, Any], key: str) -> float:
 
 
 def assert_parts_add_up(summary: Summary) -> None:
-    for rank in summary["ranks"]:
+    for rank in summary.ranks:
         for step in rank["steps"]:
             if step["source"] == "gpu":
                 total = sum(ms(step, p) for p in PARTS)
@@ -68,7 +69,7 @@ def assert_parts_add_up(summary: Summary) -> None:
 def test_steps17_every_figure_names_rank_1_and_says_rank_0_waited() -> None:
     summary = device("slow")
     assert_parts_add_up(summary)
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["kind"], verdict["steps"]) == (
         1,
         "slow rank",
@@ -81,10 +82,10 @@ def test_steps17_every_figure_names_rank_1_and_says_rank_0_waited() -> None:
     )
     # Per step over the ranks: rank 1 late, rank 0 waiting for it (step 11: rank 0 really was
     # late there, the profiler's start on a shared GPU; bench/gpu/RESULTS.md).
-    late = {s["step"]: (s["late_rank"], s["waited"]) for s in summary["by_step"] if s["judged"]}
+    late = {s["step"]: (s["late_rank"], s["waited"]) for s in summary.by_step if s["judged"]}
     assert {step: late[step] for step in (9, 12, 13, 14)} == {s: (1, [0]) for s in (9, 12, 13, 14)}
     assert late[11] == (0, [1])
-    rank0, rank1 = ({s["step"]: s for s in r["steps"]} for r in summary["ranks"])
+    rank0, rank1 = ({s["step"]: s for s in r["steps"]} for r in summary.ranks)
     for step in (9, 12, 13, 14):
         # Rank 0's wait is its own part of the step, not idle time; rank 1 never waited there.
         assert rank0[step]["waited_for"] == 1 and ms(rank0[step], "comm_wait_ms") > 25
@@ -92,7 +93,7 @@ def test_steps17_every_figure_names_rank_1_and_says_rank_0_waited() -> None:
         # Rank 1's own delay (its sleep before launching) is its host gap, inside its step:
         # the late rank no longer looks faster than the rank that waited for it.
         assert ms(rank1[step], "host_gap_ms") > ms(rank0[step], "host_gap_ms") + 25
-    medians = [r["medians_without_window_edges"] for r in summary["ranks"]]
+    medians = [r["medians_without_window_edges"] for r in summary.ranks]
     assert ms(medians[0], "comm_wait_ms") > 25 and medians[1]["comm_wait_ms"] == 0.0
     assert ms(medians[1], "step_ms") >= ms(medians[0], "step_ms") - 5  # no longer 53 vs 94 ms
 
@@ -100,9 +101,9 @@ def test_steps17_every_figure_names_rank_1_and_says_rank_0_waited() -> None:
 def test_steps17_clean_run_blames_nobody() -> None:
     summary = device("clean")
     assert_parts_add_up(summary)
-    assert summary["verdict"]["late_rank"] is None
-    assert summary["verdict"]["text"].startswith("no rank late on the 6 judged steps of 2 ranks")
-    assert all(s["late_rank"] is None for s in summary["by_step"] if s["judged"])
+    assert summary.verdict["late_rank"] is None
+    assert summary.verdict["text"].startswith("no rank late on the 6 judged steps of 2 ranks")
+    assert all(s["late_rank"] is None for s in summary.by_step if s["judged"])
 
 
 def test_steps17_baseline_verdict_names_rank_1_and_rank_0_waited(tmp_path: Path) -> None:
@@ -180,17 +181,17 @@ def test_planted_straggler_is_named_and_the_others_waited(tmp_path: Path, ranks:
     late_rank = ranks * 5 // 8 + 1
     summary = nccl_job(tmp_path / "slow", ranks, late_rank, 8)
     assert_parts_add_up(summary)
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert (verdict["late_rank"], verdict["steps"], verdict["waited_count"]) == (
         late_rank, [1, 2, 3], ranks - 1
     )  # fmt: skip
     assert len(verdict["waited"]) == min(6, ranks - 1)
-    for step in summary["by_step"]:
+    for step in summary.by_step:
         # Its GPU ran the step's compute 1.8x as long: 8 ms of the path; without it, 13 ms.
         assert (step["late_rank"], step["late_ms"], step["late_count"]) == (late_rank, 8.0, 1)
         assert step["what_if_step_ms"] == 13.0 and step["job_step_ms"] == 21.0
         assert step["waited_count"] == ranks - 1 and len(step["waited"]) <= 8
-    for rank in summary["ranks"]:
+    for rank in summary.ranks:
         medians = rank["medians_without_window_edges"]
         if rank["rank"] == late_rank:  # its own compute: 8 ms more, no wait
             assert (medians["compute_busy_ms"], medians["comm_wait_ms"]) == (18.0, 0.0)
@@ -202,7 +203,7 @@ def test_planted_straggler_is_named_and_the_others_waited(tmp_path: Path, ranks:
 def test_synthetic_baseline_blames_the_planted_rank(tmp_path: Path) -> None:
     clean = nccl_job(tmp_path / "clean", 8, None, 0)
     slow = nccl_job(tmp_path / "slow", 8, 5, 8)
-    assert clean["verdict"]["late_rank"] is None
+    assert clean.verdict["late_rank"] is None
     changes = compare(clean, slow, 0.10, 0.1)
     found = comparison(changes, slow, tmp_path / "clean", 10.0)
     assert found["text"] == (

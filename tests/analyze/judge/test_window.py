@@ -12,7 +12,7 @@ def test_todays_summary_reads_its_edges_and_judged_steps() -> None:
         "last_step_ignored": 14,
         "by_step": [{"step": n, "judged": n not in (10, 12, 14)} for n in range(10, 15)],
     }
-    window = JudgedWindow.of(summary)
+    window = JudgedWindow.read_back(summary)
     assert (window.first_edge, window.last_edge, window.judged) == (10, 14, (11, 13))
     assert window.edges == {10, 14}
     assert window.steps(range(10, 15)) == [11, 13]  # the flags, not the edges alone
@@ -21,9 +21,9 @@ def test_todays_summary_reads_its_edges_and_judged_steps() -> None:
 
 
 def test_an_older_baseline_has_the_first_edge_only_and_no_flags() -> None:
-    window = JudgedWindow.of({"first_step_ignored": 3, "by_step": None})
+    window = JudgedWindow.read_back({"first_step_ignored": 3, "by_step": None})
     assert (window.edges, window.judged) == (frozenset({3}), ())
     assert window.steps([3, 4, 5]) == [4, 5]
     assert window.steps([3]) == [3]  # nothing inside: every recorded step
-    empty = JudgedWindow.of({})
+    empty = JudgedWindow.read_back({})
     assert (empty.first_edge, empty.last_edge, empty.steps([])) == (None, None, [])

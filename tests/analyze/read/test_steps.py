@@ -16,12 +16,12 @@ import struct
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from nsysgen.analyze.judge import stragglers
-from nsysgen.analyze.judge.summary import Summary
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.report import read_export
 from nsysgen.analyze.render import steps_plot as analyze_steps_plot
 from nsysgen.analyze.render.plot import save
@@ -326,7 +326,7 @@ def test_pictures_stay_bounded_at_scale(tmp_path: Path) -> None:
         }
         for rank in range(300)
     ]
-    summary = cast(Summary, {"ranks": ranks, "thresholds": stragglers.Thresholds().as_dict()})
+    summary = Summary.from_json({"ranks": ranks, "thresholds": stragglers.Thresholds().as_dict()})
     for picture in (
         save(partial(analyze_steps_plot.exposed_figure, summary), tmp_path / "exposed.png"),
         save(partial(analyze_steps_plot.lateness_figure, summary), tmp_path / "late.png"),

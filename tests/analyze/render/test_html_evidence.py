@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import html_evidence as he
 from nsysgen.analyze.render.html_verdict import Regression
+
+S = Summary.from_json  # a summary as its file holds it
 
 P5 = {"source": "--cluster p5", "gpus_per_node": 8, "nodes": 2, "nvlink_GBps": 450,
       "efa_Gbps": None}  # fmt: skip
@@ -32,7 +35,7 @@ def test_sizes_held_against_the_fabric() -> None:
              flag=True),
         size(1024, transfer_median_us=9.0, transfer_busbw_GBps=None, fraction_of_expected=0.25),
     ]  # fmt: skip
-    page = he.nccl({"nccl_by_size": rows, "fabric": P5, "world_size": 16})
+    page = he.nccl(S({"nccl_by_size": rows, "fabric": P5, "world_size": 16}))
     assert (
         "<p>Fabric from --cluster p5: 8 GPUs per node, 2 node(s), NVLink 450 GB/s per GPU, EFA "
         "unknown; 16 rank(s): within one node NVLink&#x27;s rate is expected, across nodes the "
@@ -52,34 +55,29 @@ def test_an_older_summary_without_transfer_or_fabric_figures() -> None:
         size(1024, busbw_GBps=None, algbw_GBps=3.0),
         size(4096, busbw_GBps=None, algbw_GBps=6.0, flag=False),
     ]
-    page = he.nccl({"nccl_by_size": rows})
+    page = he.nccl(S({"nccl_by_size": rows}))
     assert "<p>No expected bus bandwidth: the analysis had no fabric for this cluster" in page
     assert "Bandwidth is from transfer time" not in page
     assert "algorithm bandwidth (world size unknown)" in page
     assert [row[-2:] for row in cells(page)] == [["–", ""], ["–", ""]]
-    assert "<p>Fabric: p4de by hand.</p>" in he.nccl(
-        {"nccl_by_size": rows, "fabric": "p4de by hand"}
-    )
-    assert he.nccl({}) == (
+    assert he.nccl(S({})) == (
         '<section id="nccl"><h2>NCCL by message size</h2><p>No NCCL call of known message size '
         "in these reports.</p></section>"
     )
 
 
 def test_what_was_not_judged_from_every_key_that_says_so() -> None:
+    graphs = {"launches": 10, "traced": "graph", "note": "graph launches counted as compute"}
     summary = {"limits": ["one rank known"], "steps_with_unequal_collective_counts": [3, 7],
-               "cuda_graphs": {"launches": 10, "traced": "graph"}}  # fmt: skip
-    items = re.findall(r"<li>([^<]*)</li>", he.not_judged(summary, ["not drawn: x.png: <none>"]))
+               "cuda_graphs": graphs}  # fmt: skip
+    items = re.findall(r"<li>([^<]*)</li>", he.not_judged(S(summary), ["not drawn: x.png: <none>"]))
     assert items == [
         "Limit: one rank known",
         "Steps 3, 7: the ranks issued different collectives; only those in common were matched.",
-        "CUDA graphs: launches: 10; traced: graph",  # no note: its keys
+        "CUDA graphs: graph launches counted as compute",
         "Not drawn: x.png: &lt;none&gt;",
     ]
-    noted = he.not_judged({"cuda_graphs": {"note": "kernels traced"}}, [])
-    assert "<li>CUDA graphs: kernels traced</li>" in noted
-    assert "<li>CUDA graphs: by node</li>" in he.not_judged({"cuda_graphs": "by node"}, [])
-    assert "<p>Everything recorded was judged.</p>" in he.not_judged({}, [])
+    assert "<p>Everything recorded was judged.</p>" in he.not_judged(S({}), [])
 
 
 def test_the_baseline_table_regressed_first_then_waited_at_most_40() -> None:

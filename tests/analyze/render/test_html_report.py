@@ -8,10 +8,12 @@ import copy
 import re
 from typing import Any
 
-from nsysgen.analyze.judge.summary import Summary
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import console, html_svg, steps_plot, views
 from nsysgen.analyze.render.html_report import render
 from tests.analyze.synth_summary import summary as synthetic
+
+S = Summary.from_json  # a summary as its file holds it
 
 HOSTILE = "<script>alert('x')</script>"
 
@@ -27,7 +29,7 @@ def _zeroed(summary: Any) -> Any:
 
 
 def test_verdict_comes_first_and_names_the_late_rank_and_who_waited() -> None:
-    page = render(synthetic(ranks=8, late=5))
+    page = render(S(synthetic(ranks=8, late=5)))
     verdict = page.index('id="verdict-headline"')
     assert verdict < page.index('id="lateness"') < page.index('id="breakdown"')
     headline = re.search(r'id="verdict-headline">([^<]*)<', page)
@@ -46,7 +48,7 @@ def test_names_from_the_reports_are_escaped() -> None:
     for row in hostile["nccl_by_size"]:
         row["op"] = HOSTILE
     hostile["verdict"] = {"text": f"rank 1 {HOSTILE}"}
-    page = render(hostile, notes=[f"not drawn: {HOSTILE}"], files=[HOSTILE])
+    page = render(S(hostile), notes=[f"not drawn: {HOSTILE}"], files=[HOSTILE])
     assert "<script" not in page.lower()
     assert "&lt;script&gt;" in page
     # Nothing is fetched: no script, no source, no link but the page's own anchors.
@@ -60,13 +62,13 @@ def test_zero_lateness_is_drawn_in_the_neutral_colour() -> None:
     """Copies of one report: every cell is 0 and must read as "nobody late", in the HTML and
     in the PNG (the colormap's lightest end, not its middle)."""
     quiet = _zeroed(synthetic(ranks=4, late=1))
-    page = render(quiet)
+    page = render(S(quiet))
     cells = re.findall(
         r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>rank \d+, step \d+: ([^<]*)<', page
     )
     assert cells and {fill for fill, _ in cells} == {html_svg.NEUTRAL}
     assert page.count("No rank was late") == 1  # (no "verdict" key: the report says it)
-    summary: Summary = quiet
+    summary = S(quiet)
     figure = steps_plot.lateness_figure(summary)
     for axes in figure.axes[:2]:
         image = axes.images[0]
@@ -78,7 +80,7 @@ def test_zero_lateness_is_drawn_in_the_neutral_colour() -> None:
 
 def test_views_from_64_ranks_on_show_distributions_not_a_row_per_rank() -> None:
     big = synthetic(ranks=1024, late=700)
-    page = render(big)
+    page = render(S(big))
     for heading in ("Top late ranks", "Ranks that waited most", "By node"):
         assert f"<h3>{heading}</h3>" in page
     assert "median, p90 and max" in page
@@ -94,14 +96,14 @@ def test_views_from_64_ranks_on_show_distributions_not_a_row_per_rank() -> None:
     assert "node-087" in page  # the straggler's node heads the nodes
     assert len(page) < 400_000
     # The PNG breakdown likewise: five bars per part, not 1,024.
-    figure = steps_plot.breakdown_figure(big)
+    figure = steps_plot.breakdown_figure(S(big))
     labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
     assert labels == ["606 (median)", "700 (late)", "934 (waited)", "403 (waited)",
                       "836 (waited)"]  # fmt: skip
 
 
 def test_the_nccl_sizes_far_below_the_fabric_are_flagged() -> None:
-    page = render(synthetic(ranks=8, late=5))
+    page = render(S(synthetic(ranks=8, late=5)))
     row = re.search(r"<tr><td>64 KiB</td>(.*?)</tr>", page)
     assert row is not None and "far below the fabric" in row.group(1)
     assert "10 %" in row.group(1)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import html_sections as hs
+
+S = Summary.from_json  # a summary as its file holds it
 
 
 def test_tables_align_numbers_and_escape_words() -> None:
@@ -35,7 +38,7 @@ def test_step_by_step_keeps_the_judged_steps_latest_first_past_the_cap() -> None
          "what_if_step_ms": None if s % 2 else 10.0, "waited": [0, 2]}
         for s in range(6)
     ]}  # fmt: skip
-    page = hs.by_step(summary, most=3)
+    page = hs.by_step(S(summary), most=3)
     assert "<caption>the 5 judged steps, the 3 with the longest lateness; late: a rank" in page
     rows = re.findall(r"<tr><td class=n>(\d+)</td>.*?</tr>", page)
     assert rows == ["5", "4", "3"]
@@ -48,9 +51,9 @@ def test_step_by_step_keeps_the_judged_steps_latest_first_past_the_cap() -> None
         "–", "10.000", "–"
     ]  # fmt: skip
     assert page.count("<td class=n>2</td></tr>") == 3
-    everything = hs.by_step(summary)
+    everything = hs.by_step(S(summary))
     assert "<caption>the 5 judged steps; late: a rank" in everything
-    assert hs.by_step({}) == ""
+    assert hs.by_step(S({})) == ""
 
 
 def stepped(rank: int, steps: range, first: int, last: int) -> dict[str, Any]:
@@ -62,7 +65,7 @@ def test_the_window_names_the_ranks_with_edges_of_their_own() -> None:
     summary = {"first_step_ignored": 0, "last_step_ignored": 5,
                "ranks": [stepped(0, range(6), 0, 5), stepped(1, range(1, 6), 1, 5),
                          stepped(2, range(6), 0, 5)]}  # fmt: skip
-    items = re.findall(r"<li>([^<]*)</li>", hs.window(summary))
+    items = re.findall(r"<li>([^<]*)</li>", hs.window(S(summary)))
     assert items == [
         "First recorded step 0: left out (warm-up, and the pause when the capture opens).",
         "Last recorded step 5: left out (the pause when the capture closes, seconds on the "
@@ -74,12 +77,12 @@ def test_the_window_names_the_ranks_with_edges_of_their_own() -> None:
 
 
 def test_what_the_sections_say_with_nothing_to_show() -> None:
-    assert "<p>No steps recorded: no window.</p>" in hs.window({})
-    assert "<p>No step ranges: no per-step figures.</p>" in hs.breakdown({"ranks": []})
+    assert "<p>No steps recorded: no window.</p>" in hs.window(S({}))
+    assert "<p>No step ranges: no per-step figures.</p>" in hs.breakdown(S({"ranks": []}))
     one = {"ranks": [stepped(0, range(3), 0, 2)]}
-    assert "<p>Lateness needs two ranks or more with steps.</p>" in hs.lateness(one)
+    assert "<p>Lateness needs two ranks or more with steps.</p>" in hs.lateness(S(one))
     two = {"ranks": [stepped(0, range(3), 0, 2), stepped(1, range(3), 0, 2)],
            "collectives_matched": 1234, "collectives_matched_by": ["operationId"]}  # fmt: skip
-    assert "<p>1,234 collectives matched across ranks (by operationId). " in hs.lateness(two)
+    assert "<p>1,234 collectives matched across ranks (by operationId). " in hs.lateness(S(two))
     two.pop("collectives_matched_by")
-    assert "(by step times)" in hs.lateness(two)
+    assert "(by step times)" in hs.lateness(S(two))

@@ -1,5 +1,5 @@
 """The verdict the report opens with (nsysgen/analyze/render/html_verdict.py): the analysis's own
-sentence where summary.json has one, else sentences from its stragglers (who waited named, or
+sentence where the summary has one, else sentences from its stragglers (who waited named, or
 counted as "all other ranks" from three on); the sentences for no steps, one rank and no late
 rank under the summary's thresholds; and the baseline comparison read back."""
 
@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import html_verdict as hv
+
+S = Summary.from_json  # a summary as its file holds it
 
 
 def job(ranks: int, late: int | None = None, **keys: Any) -> dict[str, Any]:
@@ -26,20 +29,20 @@ def job(ranks: int, late: int | None = None, **keys: Any) -> dict[str, Any]:
 
 
 def test_sentences_from_the_stragglers() -> None:
-    said = hv.verdict(job(3, late=1))
+    said = hv.verdict(S(job(3, late=1)))
     assert said.late and said.details == ()
     assert said.headline == (
         "Rank 1 (slow rank) was late on 2 of 2 judged steps (1, 2) by 12.3 ms on average; "
         "ranks 0 and 2 waited for it."
     )
-    four = hv.verdict(job(4, late=1)).headline  # three others, all waited
+    four = hv.verdict(S(job(4, late=1))).headline  # three others, all waited
     assert four.endswith("by 12.3 ms on average; all 3 other ranks waited for it.")
     nobody = job(3, late=1)
     for rank in nobody["ranks"]:
         for step in rank["steps"]:
             step["wait_ms"] = 0.0
     nobody["stragglers"][0].pop("kind")
-    assert hv.verdict(nobody).headline == (
+    assert hv.verdict(S(nobody)).headline == (
         "Rank 1 was late on 2 of 2 judged steps (1, 2) by 12.3 ms on average."
     )
 
@@ -47,49 +50,48 @@ def test_sentences_from_the_stragglers() -> None:
 def test_the_analysis_own_sentence_wins_and_names_the_others_itself() -> None:
     summary = job(3, late=1, verdict={"text": "rank 1 late on 2 of 2 judged steps; also rank 0"})
     summary["stragglers"].append({"rank": 0, "steps": [2], "mean_lateness_ms": 1.5})
-    said = hv.verdict(summary)
+    said = hv.verdict(S(summary))
     assert said.headline == "Rank 1 late on 2 of 2 judged steps; also rank 0."
     assert said.details == () and said.late
     without = job(3, late=1)
     without["stragglers"].append({"rank": 0, "steps": [2], "mean_lateness_ms": 1.5})
-    assert hv.verdict(without).details == (
+    assert hv.verdict(S(without)).details == (
         # Rank 1, late itself, waited for nobody.
         "Rank 0 was late on 1 of 2 judged steps (2) by 1.5 ms on average; rank 2 waited for it.",
     )
-    # Older summaries: a "headline" key, or the sentence as a string; an empty one is none.
-    assert hv._given({"verdict": {"headline": "fine."}}) == "Fine."
-    assert hv._given({"verdict": "all good"}) == "All good."
-    assert hv._given({"verdict": {"text": ""}}) is None and hv._given({}) is None
+    # An empty sentence is none (a summary.json written before verdicts were).
+    assert hv._given(S({"verdict": {"text": "fine."}})) == "Fine."
+    assert hv._given(S({"verdict": {"text": ""}})) is None and hv._given(S({})) is None
 
 
 def test_the_sentences_without_a_late_rank() -> None:
-    assert hv.verdict({"ranks": []}).headline == (
+    assert hv.verdict(S({"ranks": []})).headline == (
         "No step ranges ('step N') in the reports: no per-step verdict."
     )
-    assert hv.verdict(job(1)).headline == (
+    assert hv.verdict(S(job(1))).headline == (
         "One rank recorded: who was late needs two ranks or more."
     )
-    quiet = hv.verdict(job(5, thresholds={"late_min_ms": 2.5, "late_min_fraction_of_step": 0.1}))
+    quiet = hv.verdict(S(job(5, thresholds={"late_min_ms": 2.5, "late_min_fraction_of_step": 0.1})))
     assert not quiet.late
     assert quiet.headline == (
         "No rank was late: on the 2 judged steps of 5 ranks, no rank's share of a step's "
         "critical path beyond the ranks on time was above 2.5 ms and 10 % of the step."
     )
-    assert hv.console_line(job(2)) == (
+    assert hv.console_line(S(job(2))) == (
         "verdict: No rank was late: on the 2 judged steps of 2 ranks, no rank's share of a "
         "step's critical path beyond the ranks on time was above 1 ms and 25 % of the step."
     )
 
 
 def test_the_baseline_comparison_read_back() -> None:
-    assert hv.regression(job(2)) is None
+    assert hv.regression(S(job(2))) is None
     block = {
         "text": "REGRESSED job median step time: 10 -> 20 ms",
         "baseline": "old/analysis",
         "changes": [{"what": "a", "regressed": True}, {"what": "b", "regressed": False},
                     "not a change"],
     }  # fmt: skip
-    found = hv.regression(job(2, baseline=block))
+    found = hv.regression(S(job(2, baseline=block)))
     assert found is not None
     assert (found.headline, found.source) == (
         "REGRESSED job median step time: 10 -> 20 ms.", "old/analysis"

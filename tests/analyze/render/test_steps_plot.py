@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any, cast
 
-from nsysgen.analyze.judge.summary import Summary
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.nccl import NcclCall
 from nsysgen.analyze.render import steps_plot
 from nsysgen.analyze.render.plot import Plots
@@ -17,7 +17,7 @@ from nsysgen.analyze.render.plot import Plots
 
 def summary(ranks: list[dict[str, Any]], matched: int = 1, sizes: int = 0) -> Summary:
     rows = [{"op": "ncclAllReduce", "size_bytes": 1 << 20} for _ in range(sizes)]
-    return cast(Summary, {"ranks": ranks, "collectives_matched": matched, "nccl_by_size": rows,
+    return Summary.from_json({"ranks": ranks, "collectives_matched": matched, "nccl_by_size": rows,
                           "thresholds": {"late_min_ms": 1.0}})  # fmt: skip
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from nsysgen.analyze.judge.late_ranks import find
 from nsysgen.analyze.judge.stragglers import Thresholds, measure
-from nsysgen.analyze.judge.summary import Summary, build
+from nsysgen.analyze.judge.summary import build
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.read.ranks import assign_ranks
 from nsysgen.analyze.read.report import read_export
 from nsysgen.analyze.render.summary_files import write
@@ -44,7 +45,7 @@ def test_the_files_and_what_each_holds(slow: Summary, tmp_path: Path) -> None:
         "summary.json", "steps.csv", "ranks.csv", "stragglers.csv", "nccl_bandwidth.csv"
     ]  # fmt: skip
     text = (out / "summary.json").read_text()
-    assert text.count("\n") == 1 and json.loads(text) == json.loads(json.dumps(slow))
+    assert text.count("\n") == 1 and json.loads(text) == json.loads(json.dumps(slow.as_json()))
     assert (out / "stragglers.csv").read_text() == (
         "rank,kind,steps,mean_lateness_ms,late_on_fraction_of_steps\n"
         "1,slow rank,9 12 13 14,48.279,0.667\n"
@@ -66,7 +67,7 @@ def test_a_row_per_rank_and_step_with_absent_figures_empty(slow: Summary, tmp_pa
     assert [(r["rank"], r["report"], r["steps"]) for r in ranks] == [
         ("0", "s17-slow_job2_rank0", "8"), ("1", "s17-slow_job2_rank1", "8")
     ]  # fmt: skip
-    medians = slow["ranks"][1]["medians_without_window_edges"]
+    medians = slow.ranks[1]["medians_without_window_edges"]
     assert ranks[1]["median_step_ms"] == str(medians["step_ms"]) == "116.4963"
 
 
@@ -81,7 +82,7 @@ def test_an_older_summary_without_median_keys_is_written_with_empty_cells(tmp_pa
         "stragglers": [],
         "nccl_by_size": [],
     }  # fmt: skip
-    write(cast(Summary, older), tmp_path)
+    write(Summary.from_json(older), tmp_path)
     (rank,) = rows(tmp_path / "ranks.csv")
     assert (rank["device"], rank["median_step_ms"], rank["median_gpu_ms"]) == ("", "12.5", "")
     assert (tmp_path / "steps.csv").read_text().count("\n") == 1

@@ -8,7 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from nsysgen.analyze.judge import naming
+from nsysgen.analyze.judge.summary_types import Summary
 from nsysgen.analyze.render import views
+
+S = Summary.from_json  # a summary as its file holds it
 
 
 def step(n: int, late: float = 0.0, wait: float = 0.0, edge: str | None = None) -> dict[str, Any]:
@@ -46,7 +49,7 @@ def test_a_ranks_mean_step_over_its_judged_steps() -> None:
 def test_spread_per_step_over_ranks() -> None:
     assert views.quantile([5.0, 1.0, 3.0, 2.0, 4.0], 0.9) == 5.0  # a value some rank had
     assert views.quantile([5.0, 1.0, 3.0, 2.0, 4.0], 0.5) == 3.0
-    spreads = {s.step: s for s in views.per_step(job(), "wait_ms")}
+    spreads = {s.step: s for s in views.per_step(S(job()), "wait_ms")}
     assert sorted(spreads) == [0, 1, 2, 3]
     one = spreads[1]
     assert (one.median, one.p90, one.max, one.max_rank, one.edge) == (4.0, 6.0, 6.0, 0, False)
@@ -55,14 +58,14 @@ def test_spread_per_step_over_ranks() -> None:
 
 
 def test_nodes_from_the_summary_the_report_name_or_blocks_of_ranks() -> None:
-    assert views.per_node({"fabric": {"gpus_per_node": 4}}) == 4
-    assert views.per_node({"fabric": None}) == views.per_node({}) == naming.GPUS_PER_NODE
-    assert views.nodes_named(job()) and not views.nodes_named({"ranks": [{"report": "a"}]})
+    assert views.per_node(S({"fabric": {"gpus_per_node": 4}})) == 4
+    assert views.per_node(S({"fabric": None})) == views.per_node(S({})) == naming.GPUS_PER_NODE
+    assert views.nodes_named(S(job())) and not views.nodes_named(S({"ranks": [{"report": "a"}]}))
 
 
 def test_lateness_by_rank_and_by_node_over_judged_steps() -> None:
     summary = job()
-    by_rank = views.lateness_by_rank(summary)
+    by_rank = views.lateness_by_rank(S(summary))
     # Rank 0's 50 ms on the closing edge is not judged: it ranks with the ranks never late.
     assert [(r.rank, r.late_ms, r.wait_ms, r.late_steps, r.node) for r in by_rank] == [
         (2, 10.0, 0.0, [1, 2], "node 1"),
@@ -70,13 +73,13 @@ def test_lateness_by_rank_and_by_node_over_judged_steps() -> None:
         (1, 0.0, 9.0, [], "node 0"),
         (3, 0.0, 7.0, [], "node 1"),
     ]
-    nodes = views.by_node(summary)
+    nodes = views.by_node(S(summary))
     found = [(n.node, n.ranks, n.late_ms, n.wait_ms, n.latest_rank, n.first_rank) for n in nodes]
     assert found == [
         ("node 1", 2, 10.0, 7.0, 2, 2),
         ("node 0", 2, 0.0, 19.0, 0, 0),
     ]  # fmt: skip
-    assert views.judged_steps(summary) == [1, 2]
-    assert views.waited_for(summary, 2, [1]) == [0, 1, 3]  # 6, 5 and 3 ms on step 1
-    assert views.waited_for(summary, 2, [2]) == [0, 1, 3]
-    assert views.waited_for(summary, 2, [3]) == []
+    assert views.judged_steps(S(summary)) == [1, 2]
+    assert views.waited_for(S(summary), 2, [1]) == [0, 1, 3]  # 6, 5 and 3 ms on step 1
+    assert views.waited_for(S(summary), 2, [2]) == [0, 1, 3]
+    assert views.waited_for(S(summary), 2, [3]) == []
