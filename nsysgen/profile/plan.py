@@ -78,6 +78,21 @@ def _window(config: Config) -> tuple[str, float | None]:
     return f"the first NVTX range {capture.nvtx_range}{domain}", None
 
 
+def _launch(config: Config, per_node: int, unit: str) -> tuple[str, str]:
+    """What one task is, in a sentence and in a few words: the only place the launch is worded."""
+    gpus = config.cluster.gpus_per_node
+    if config.setup.per_gpu:
+        return (
+            f"one task per GPU: {per_node} tasks per node, a task is a global rank",
+            f"one task per GPU ({gpus} per node)",
+        )
+    return (
+        f"one torchrun per node: 1 {unit} per node driving {gpus} GPUs; a report covers the "
+        "whole node",
+        "one torchrun per node driving every GPU of the node",
+    )
+
+
 def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     """The plan of a config on its target; computed once per compile and handed to the target."""
     facts = derive(config)
@@ -91,13 +106,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
     ranks = recorded_ranks(config, recorded)
     window, window_end = _window(config)
     env_vars = target.variables | facts.job_env.names()
-    if config.setup.per_gpu:
-        launch = f"one task per GPU: {per_node} tasks per node, a task is a global rank"
-    else:
-        launch = (
-            f"one torchrun per node: 1 {target.unit} per node driving "
-            f"{config.cluster.gpus_per_node} GPUs; a report covers the whole node"
-        )
+    launch, brief = _launch(config, per_node, target.unit)
     target_window = target.opens_window(config)
     boxed = cuda_trace.time_boxed(config.capture) or target_window
     profile = nsys_cmd.profile_args(config, output=target.report_output(config), boxed=boxed)
@@ -113,6 +122,7 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         nodes=config.cluster.nodes,
         tasks_per_node=per_node,
         launch=launch,
+        launch_brief=brief,
         recorded=recorded,
         recorded_ranks=ranks,
         profile_args=tuple(profile),

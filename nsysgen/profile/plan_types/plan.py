@@ -60,6 +60,7 @@ class ProfilePlan:
     nodes: int
     tasks_per_node: int
     launch: str  # what one task is
+    launch_brief: str  # the same in a few words (the job script's comment)
     recorded: RecordedTasks
     recorded_ranks: RecordedRanks  # what those tasks' reports hold, in ranks
     profile_args: tuple[str, ...]  # of a recorded task without collectors

@@ -76,7 +76,6 @@ def srun_args(config: Config) -> list[str]:
 
 def job_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
     prog = program(plan)
-    per_gpu = config.setup.per_gpu
     return ArtifactSpec(
         path="job.sbatch",
         template="slurm/job.sbatch.j2",
@@ -91,11 +90,7 @@ def job_sbatch(config: Config, plan: ProfilePlan) -> ArtifactSpec:
             "nemo_overrides": NEMO_OVERRIDES_FILE in prog.files,
             "wrapper": WRAPPER,
             "report_dir": config.capture.report_dir,
-            "launch_text": (
-                f"one task per GPU ({config.cluster.gpus_per_node} per node)"
-                if per_gpu
-                else "one torchrun per node driving every GPU of the node"
-            ),
+            "launch_text": plan.launch_brief,
             "profiled_text": describe(plan.facts.selection.profiled, config.setup.unit),
         },
     )
