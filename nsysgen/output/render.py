@@ -46,11 +46,20 @@ class RenderedFile:
     shared: bool = False
 
 
+# What double quotes must escape for a word to stay literal inside them.
+_DOUBLE_QUOTED = re.compile(r'([\\"$`])')
+
+
 def shquote(value: object) -> str:
-    """Quote one word for bash; run-time expansions that nsysgen itself wrote stay expandable."""
+    """Quote one word for bash; run-time expansions that nsysgen itself wrote stay expandable.
+    A word holding `$` or a backtick is double-quoted with them escaped: as literal as single
+    quotes, and without shellcheck's SC2016 (an expansion that looks meant but never runs)."""
     if isinstance(value, ShellExpr):
         return f'"{value}"'
-    return shlex.quote(str(value))
+    text = str(value)
+    if "$" in text or "`" in text:
+        return '"' + _DOUBLE_QUOTED.sub(r"\\\1", text) + '"'
+    return shlex.quote(text)
 
 
 def shjoin(values: Iterable[object]) -> str:

@@ -87,7 +87,15 @@ OWN_SETUPS = [
         itertools.product(["per_gpu", "per_node"], ["window", "steps"], ["p5", "local"])
     )
 ]
-SETUPS = [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX + S3_SETUPS + OWN_SETUPS
+# Words that look like expansions: they stay literal, and shellcheck sees none (SC2016).
+HOSTILE_ARGV = "workload.command.argv=[bash,-c,'echo $(touch /tmp/x) `id` $HOME \\$']"
+HOSTILE_SETUPS = [
+    ["workload=command", HOSTILE_ARGV, "job.name=hostile-sbatch"],
+    ["workload=command", HOSTILE_ARGV, "target.job_script=yours", "job.name=hostile-own"],
+]
+SETUPS = (
+    [[f"experiment={e}"] for e in EXPERIMENTS] + MATRIX + S3_SETUPS + OWN_SETUPS + HOSTILE_SETUPS
+)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +154,8 @@ def test_python_helper_compiles(compiled_tree: Path) -> None:
 
 def test_wrappers_exec_and_quote(compiled_tree: Path) -> None:
     slurm_experiments = [e for e in EXPERIMENTS if not e.endswith("-eks")]
-    expected = len(MATRIX) + len(slurm_experiments) + 1 + len(OWN_SETUPS)  # + S3 slurm
+    # + 1: the S3 setup of Slurm
+    expected = len(MATRIX) + len(slurm_experiments) + 1 + len(OWN_SETUPS) + len(HOSTILE_SETUPS)
     assert len(list(compiled_tree.rglob("nsys-exec"))) == expected
     for wrapper in compiled_tree.rglob("nsys-exec"):
         text = wrapper.read_text()

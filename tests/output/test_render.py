@@ -4,6 +4,8 @@ values for bash, Markdown tables and YAML exactly."""
 
 from __future__ import annotations
 
+import subprocess
+
 import jinja2
 import pytest
 import yaml
@@ -52,7 +54,16 @@ def test_shell_words_are_quoted_and_nsysgens_own_expansions_stay_expandable() ->
     assert shquote("it's") == "'it'\"'\"'s'"
     assert shquote(3) == "3"
     assert shquote(ShellExpr("$HOME/x")) == '"$HOME/x"'
+    # A word that looks like an expansion is double-quoted, each $ ` " and \\ escaped.
+    assert shquote('$(id) `x` "\\') == '"\\$(id) \\`x\\` \\"\\\\"'
     assert shjoin(["a b", "c", ShellExpr("${X}")]) == "'a b' c \"${X}\""
+
+
+def test_hostile_words_reach_bash_intact() -> None:
+    words = ["$(touch /tmp/nsysgen-x)", "`id`", "a'b$c\"d\\e`f", "$HOME!", "x\ny$z", "\\$"]
+    script = f"printf '%s\\0' {shjoin(words)}"
+    out = subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout
+    assert out.decode().split("\0")[:-1] == words
 
 
 @pytest.mark.parametrize(
