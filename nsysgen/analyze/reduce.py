@@ -14,7 +14,7 @@ from nsysgen.analyze.errors import AnalyzeError
 from nsysgen.analyze.judge import naming
 from nsysgen.analyze.judge.fabric import Fabric
 from nsysgen.analyze.judge.late_ranks import find
-from nsysgen.analyze.judge.regress import compare, comparison, load
+from nsysgen.analyze.judge.regress import compare, comparison, load, wrong_types
 from nsysgen.analyze.judge.stragglers import Thresholds, measure
 from nsysgen.analyze.judge.summary import build
 from nsysgen.analyze.judge.summary_types import Summary
@@ -193,11 +193,7 @@ def _compare(summary: Summary, options: Options) -> tuple[list[str], int]:
             baseline, summary, options.regression_threshold / 100, options.regression_min_ms
         )
     except (AttributeError, KeyError, TypeError, ValueError) as error:
-        # Its schema's name, with fields of other types (edited, or another tool's).
-        raise AnalyzeError(
-            f"--baseline {options.baseline}: its summary.json has fields of the wrong type "
-            f"({type(error).__name__}: {error}); pass the folder of an nsysgen analyze run"
-        ) from None
+        raise AnalyzeError(wrong_types(options.baseline, error)) from None
     found = comparison(changes, summary, options.baseline, options.regression_threshold)
     summary.baseline = dict(found)
     regressed = [c for c in changes if c.regressed]

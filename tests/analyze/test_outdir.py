@@ -10,6 +10,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,15 +34,23 @@ def test_a_failed_rerun_leaves_the_previous_analysis_untouched(
     before = tree_bytes(out)
     # A baseline of the right schema with fields of the wrong type: the run fails after it has
     # written its CSVs (into its fresh folder), with a clear error, exit 2.
-    bad = tmp_path / "bad" / "summary.json"
-    bad.parent.mkdir()
-    bad.write_text(json.dumps({"schema": SCHEMA, "ranks": [{"steps": 5}], "by_step": "x"}))
-    code, said = analyze(
-        run_cli, folder, out, "--baseline", str(bad.parent), "--straggler-min-ms", "2"
-    )
-    assert code == 2, said
-    assert "its summary.json has fields of the wrong type" in said and "Traceback" not in said
-    assert tree_bytes(out) == before
+    cases: list[dict[str, Any]] = [
+        {"ranks": [{"steps": 5}], "by_step": "x"},  # wrong inside: found when compared
+        {"ranks": 5},  # wrong at the top: found when read
+        {"world_size": "eight"},
+        {"thresholds": [1, 2]},
+    ]
+    for number, fields in enumerate(cases):
+        bad = tmp_path / f"bad{number}" / "summary.json"
+        bad.parent.mkdir()
+        bad.write_text(json.dumps({"schema": SCHEMA, **fields}))
+        code, said = analyze(
+            run_cli, folder, out, "--baseline", str(bad.parent), "--straggler-min-ms", "2"
+        )
+        assert code == 2, (fields, said)
+        assert "its summary.json has fields of the wrong type" in said, said
+        assert "Traceback" not in said
+        assert tree_bytes(out) == before
     assert not list(tmp_path.glob(f".out.*{outdir.STAGING}"))
 
 

@@ -71,7 +71,19 @@ def load(folder: Path) -> Summary:
         raise AnalyzeError(f"--baseline {path}: not a readable summary.json ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise AnalyzeError(f"--baseline {path}: not an nsysgen analyze summary ({SCHEMA})")
-    return Summary.from_json(data)  # its schema says it is one
+    try:
+        return Summary.from_json(data)  # its schema says it is one
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise AnalyzeError(wrong_types(folder, error)) from None
+
+
+def wrong_types(baseline: Path, error: Exception) -> str:
+    """The error for a baseline of nsysgen's schema with fields of other types (edited, or
+    another tool's)."""
+    return (
+        f"--baseline {baseline}: its summary.json has fields of the wrong type "
+        f"({type(error).__name__}: {error}); pass the folder of an nsysgen analyze run"
+    )
 
 
 # The per-step times compared, and what a change is called.
