@@ -14,7 +14,7 @@ from nsysgen.analyze.errors import AnalyzeError
 from nsysgen.analyze.judge import naming
 from nsysgen.analyze.judge.fabric import Fabric
 from nsysgen.analyze.judge.late_ranks import find
-from nsysgen.analyze.judge.regress import compare, comparison, load, wrong_types
+from nsysgen.analyze.judge.regress import WRONG_TYPES, compare, comparison, load, wrong_types
 from nsysgen.analyze.judge.stragglers import Thresholds, measure
 from nsysgen.analyze.judge.summary import build
 from nsysgen.analyze.judge.summary_types import Summary
@@ -192,7 +192,7 @@ def _compare(summary: Summary, options: Options) -> tuple[list[str], int]:
         changes = compare(
             baseline, summary, options.regression_threshold / 100, options.regression_min_ms
         )
-    except (AttributeError, KeyError, TypeError, ValueError) as error:
+    except WRONG_TYPES as error:
         raise AnalyzeError(wrong_types(options.baseline, error)) from None
     found = comparison(changes, summary, options.baseline, options.regression_threshold)
     summary.baseline = dict(found)

@@ -39,6 +39,8 @@ def test_a_failed_rerun_leaves_the_previous_analysis_untouched(
         {"ranks": 5},  # wrong at the top: found when read
         {"world_size": "eight"},
         {"thresholds": [1, 2]},
+        {"world_size": float("inf")},  # json writes Infinity, which json reads back
+        {"job_median_step_ms": 10**400},  # beyond a float
     ]
     for number, fields in enumerate(cases):
         bad = tmp_path / f"bad{number}" / "summary.json"
@@ -51,6 +53,11 @@ def test_a_failed_rerun_leaves_the_previous_analysis_untouched(
         assert "its summary.json has fields of the wrong type" in said, said
         assert "Traceback" not in said
         assert tree_bytes(out) == before
+    deep = tmp_path / "deep" / "summary.json"  # nested past what json reads
+    deep.parent.mkdir()
+    deep.write_text(f'{{"schema": "{SCHEMA}", "ranks": {"[" * 5000}{"]" * 5000}}}')
+    code, said = analyze(run_cli, folder, out, "--baseline", str(deep.parent))
+    assert code == 2 and "not a readable summary.json" in said and "Traceback" not in said
     assert not list(tmp_path.glob(f".out.*{outdir.STAGING}"))
 
 

@@ -61,19 +61,24 @@ class Change:
         }
 
 
+# What reading or comparing a baseline of nsysgen's schema raises when its fields hold other
+# types (OverflowError: a JSON number beyond a float, or int() of an infinite one).
+WRONG_TYPES = (AttributeError, KeyError, TypeError, ValueError, OverflowError)
+
+
 def load(folder: Path) -> Summary:
     path = folder / "summary.json" if folder.is_dir() else folder
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise AnalyzeError(f"--baseline {folder}: no summary.json there") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise AnalyzeError(f"--baseline {path}: not a readable summary.json ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise AnalyzeError(f"--baseline {path}: not an nsysgen analyze summary ({SCHEMA})")
     try:
         return Summary.from_json(data)  # its schema says it is one
-    except (AttributeError, KeyError, TypeError, ValueError) as error:
+    except WRONG_TYPES as error:
         raise AnalyzeError(wrong_types(folder, error)) from None
 
 

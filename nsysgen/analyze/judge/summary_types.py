@@ -43,7 +43,7 @@ from nsysgen.analyze.judge import verdict as answer
 from nsysgen.analyze.judge import waiting
 from nsysgen.analyze.judge.bandwidth import SizeEntry
 from nsysgen.analyze.judge.late_ranks import Straggler
-from nsysgen.analyze.judge.window import JudgedWindow
+from nsysgen.analyze.judge.window import JudgedWindow, step_or_none
 
 SCHEMA = "nsysgen-analyze-summary/1"
 StepField = Literal[
@@ -188,8 +188,8 @@ class Summary:
         return cls(
             reports=list(data.get("reports") or []),
             world_size=int(data.get("world_size") or 0),
-            first_step_ignored=_step_or_none(data.get("first_step_ignored")),
-            last_step_ignored=_step_or_none(data.get("last_step_ignored")),
+            first_step_ignored=step_or_none(data.get("first_step_ignored")),
+            last_step_ignored=step_or_none(data.get("last_step_ignored")),
             thresholds=dict(data.get("thresholds") or {}),
             collectives_matched=int(data.get("collectives_matched") or 0),
             collectives_matched_by=list(data.get("collectives_matched_by") or []),
@@ -210,10 +210,6 @@ class Summary:
             nccl_tests=[tuple(row) for row in data.get("nccl_tests") or []],
             baseline=data.get("baseline"),
         )
-
-
-def _step_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _verdict(value: object) -> answer.Verdict:

@@ -25,8 +25,8 @@ class JudgedWindow:
         first, last = data.get("first_step_ignored"), data.get("last_step_ignored")
         rows = data.get("by_step") or []
         return cls(
-            first if isinstance(first, int) else None,
-            last if isinstance(last, int) else None,
+            step_or_none(first),
+            step_or_none(last),
             tuple(
                 int(row["step"]) for row in rows if isinstance(row, Mapping) and row.get("judged")
             ),
@@ -47,3 +47,8 @@ class JudgedWindow:
     def keeps(self, step: int, alone: bool) -> bool:
         """A rank's step counts in its figures: not an edge, unless it is the rank's only one."""
         return step not in self.edges or alone
+
+
+def step_or_none(value: object) -> int | None:
+    """A step number read from a file: an int, not a bool (JSON's true is no step)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -54,5 +54,6 @@ def test_an_older_file_reads_with_what_it_lacks_empty() -> None:
     # A verdict of fewer keys keeps them, the rest empty.
     said = Summary.from_json({"verdict": {"text": "rank 1 late", "late_rank": 1}}).verdict
     assert (said["text"], said["late_rank"], said["not_judged"]) == ("rank 1 late", 1, {})
-    # True is no step number.
-    assert Summary.from_json({"first_step_ignored": True}).first_step_ignored is None
+    # True is no step number, for the summary nor its judged window.
+    odd = Summary.from_json({"first_step_ignored": True, "last_step_ignored": False})
+    assert (odd.first_step_ignored, odd.judged.first_edge, odd.judged.last_edge) == (None,) * 3
