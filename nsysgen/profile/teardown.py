@@ -5,7 +5,9 @@ SIGKILL after the cluster's KillWait (30 s by default). nsys 2023.4.4 stops coll
 and writes the report (measured, bench/teardown/RESULTS.md), but a report that takes longer than
 KillWait to write is lost. So a job whose capture may still be open at the time limit asks Slurm
 for SIGTERM early (`#SBATCH --signal=TERM@SECONDS`), with room for the report's writing, and a
-lint warns when a capture planned to end near the limit leaves no such room.
+lint warns when a capture planned to end near the limit leaves no such room. Slurm may send
+that signal up to a minute early: on a short limit, before the capture opens (the plan's
+`Teardown.too_early`; the Slurm target's lint NSG026 says so).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 from collections.abc import Iterator
 
 from nsysgen.model import Config
-from nsysgen.profile.plan_types import ProfilePlan, Teardown
+from nsysgen.profile.plan_types import ProfilePlan, SignalTooEarly, Teardown
 from nsysgen.units import human_bytes, human_seconds
 
 # Writing a report: nsys flushes, then QdstrmImporter converts the .qdstrm. Assumed rates, on
@@ -44,15 +46,48 @@ def _early_signal(
     end = window_end_s if config.capture.mode == "window" else None
     if end is not None and end + write_s <= time_limit_s:
         return None
-    return f"TERM@{min(write_s, time_limit_s // 2)}"
+    return f"TERM@{_signal_at(write_s, time_limit_s)}"
+
+
+def _signal_at(write_s: int, time_limit_s: int) -> int:
+    """The seconds before the limit that --signal asks for: room to write, at most half the job."""
+    return min(write_s, time_limit_s // 2)
+
+
+def _earliest_s(write_s: int, time_limit_s: int) -> int:
+    """The earliest moment after the start that Slurm may send the early signal."""
+    return time_limit_s - _signal_at(write_s, time_limit_s) - MIN_SIGNAL_S
+
+
+def _opens_s(config: Config) -> float:
+    """When the capture is planned to open, in seconds after launch (0: not known before)."""
+    if config.capture.mode == "window":
+        return config.capture.delay_s
+    if config.capture.mode == "steps":
+        return config.setup.first_step * config.workload.step_seconds
+    return 0.0
+
+
+def _too_early(config: Config, write_s: int, time_limit_s: int) -> SignalTooEarly | None:
+    """Where the early signal may come before the capture opens, and a limit that avoids it
+    whatever the report's size: the signal asks for at most half the limit, so past
+    2 x (opens + 60 s) the earliest moment is after the opening."""
+    opens, earliest = _opens_s(config), _earliest_s(write_s, time_limit_s)
+    if earliest > opens:
+        return None
+    return SignalTooEarly(max(earliest, 0), opens, math.floor(2 * (opens + MIN_SIGNAL_S) / 60) + 1)
 
 
 def teardown(
     config: Config, bytes_per_report: float, window_end_s: float | None, time_limit_s: int
 ) -> Teardown:
-    """The plan's teardown: the time to write a report, and the early signal that gives it."""
+    """The plan's teardown: the time to write a report, the early signal that gives it, and
+    whether that signal may come before the capture opens."""
     write_s = write_time(bytes_per_report)
-    return Teardown(write_s, _early_signal(config, write_s, window_end_s, time_limit_s))
+    signal = _early_signal(config, write_s, window_end_s, time_limit_s)
+    if signal is None:
+        return Teardown(write_s, None)
+    return Teardown(write_s, signal, _too_early(config, write_s, time_limit_s))
 
 
 def sbatch_options(config: Config, plan: ProfilePlan) -> dict[str, str]:

@@ -135,6 +135,12 @@ CASES = {
         ["workload=fsdp", "capture.ranks=[0,8]"],
         ["workload=fsdp", "capture.ranks=[0,1,2,3,4,5,6,7]"],
     ),
+    # A 2-minute job may get Slurm's early signal at once, before the window opens at 30 s; a
+    # 4-minute one cannot, whatever its report's size.
+    "NSG026": (
+        ["workload=fsdp", "capture.duration=0", "job.time_limit_min=2"],
+        ["workload=fsdp", "capture.duration=0", "job.time_limit_min=4"],
+    ),
     "NSG023": (
         ["workload=fsdp", "capture.duration=3000"],
         ["workload=fsdp"],

@@ -4,7 +4,7 @@ than half the limit; and NSG013 where a planned end leaves no room to write."""
 
 from __future__ import annotations
 
-from nsysgen.profile.plan_types import Teardown
+from nsysgen.profile.plan_types import SignalTooEarly, Teardown
 from nsysgen.profile.teardown import no_room_to_write, sbatch_options, teardown, write_time
 from tests.profile.configs import config, planned
 
@@ -26,6 +26,20 @@ def test_the_early_signal_leaves_room_to_write() -> None:
     )
     # A short job gets its signal at half the limit at the latest.
     assert teardown(window, 1e9, None, 300) == Teardown(220, "TERM@150")
+
+
+def test_where_the_early_signal_may_come_before_the_capture_opens() -> None:
+    """Slurm sends --signal up to 60 s early: the earliest moment is limit - signal - 60."""
+    window = config("workload=fsdp")  # opens 30 s after launch
+    assert teardown(window, 0, None, 120) == Teardown(60, "TERM@60", SignalTooEarly(0, 30, 4))
+    assert teardown(window, 0, None, 150) == Teardown(60, "TERM@60", SignalTooEarly(30, 30, 4))
+    assert teardown(window, 0, None, 180).too_early is None  # 60 s after the start
+    assert teardown(window, 0, None, 60) == Teardown(60, "TERM@30", SignalTooEarly(0, 30, 4))
+    # Steps open at first_step x step_seconds (fsdp's estimate: 2 s a step).
+    steps = config("workload=fsdp", "capture=steps", "capture.first_step=100")
+    assert teardown(steps, 0, 160.0, 300) == Teardown(60, "TERM@60", SignalTooEarly(180, 200.0, 9))
+    # No early signal (a window that ends with room to write): nothing to say.
+    assert teardown(window, 0, 50.0, 120) == Teardown(60, None)
 
 
 def test_sbatch_asks_for_the_plans_signal_only() -> None:

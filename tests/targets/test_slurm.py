@@ -64,6 +64,21 @@ def test_hyperpod_refuses_gres_and_pmix() -> None:
     assert run_lints(config, plan, TARGET.lints) == []
 
 
+def test_a_short_limit_warns_that_the_early_signal_may_come_before_the_capture() -> None:
+    """Slurm sends --signal up to a minute early: on a 2-minute job, at once (NSG026)."""
+    config, plan = planned("workload=fsdp", "capture.duration=0", "job.time_limit_min=2")
+    (finding,) = [f for f in run_lints(config, plan, TARGET.lints) if f.lint == "NSG026"]
+    assert (finding.severity, finding.path) == ("warning", "job.time_limit_min")
+    assert finding.message == (
+        "Slurm may send --signal=TERM@60 up to a minute before that (sbatch(1)): with a time "
+        "limit of 2 min it can come as the job starts, before the capture opens (about 30 s "
+        "after launch), and the report then holds nothing (allowed: job.time_limit_min >= 4)"
+    )
+    # The limit it allows is enough, whatever the report's size at that limit.
+    config, plan = planned("workload=fsdp", "capture.duration=0", "job.time_limit_min=4")
+    assert [f for f in run_lints(config, plan, TARGET.lints) if f.lint == "NSG026"] == []
+
+
 def test_notes_and_shell_only_for_ones_own_job_script() -> None:
     config, plan = planned()
     assert TARGET.notes(config, plan, "/f") == ()

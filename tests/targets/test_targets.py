@@ -24,7 +24,7 @@ def test_each_target_is_registered_under_its_name_with_its_option_and_templates(
 def test_target_lints_are_every_targets_own_in_registry_order() -> None:
     ids = [lint.id for lint in target_lints()]
     assert ids == [lint.id for target in TARGETS.values() for lint in target.lints]
-    assert ids == ["NSG014", "NSG019", "NSG020", "NSG025", "NSG011"]
+    assert ids == ["NSG014", "NSG019", "NSG020", "NSG025", "NSG011", "NSG026"]
 
 
 def test_lint_ids_are_unique_across_targets_and_the_core() -> None:

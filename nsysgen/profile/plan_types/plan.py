@@ -52,6 +52,19 @@ class Teardown:
 
     write_s: int  # seconds nsys needs to write one report of this setup
     early_signal: str | None  # Slurm's --signal value where the capture may reach the limit
+    # Where Slurm may send that signal before the capture opens (a short time limit): None, or
+    # the earliest moment it may come, when the capture opens, and the limit that avoids it.
+    too_early: SignalTooEarly | None = None
+
+
+@dataclass(frozen=True)
+class SignalTooEarly:
+    """Slurm sends --signal up to a minute before the time asked for (sbatch(1)); on a short
+    time limit, that can be before the capture opens, and the report then holds nothing."""
+
+    earliest_s: int  # the earliest moment after the start it may come (0: at once)
+    opens_s: float  # when the capture is planned to open (0: not known before the run)
+    limit_min: int  # the smallest job.time_limit_min that keeps it after the opening
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,30 @@ HYPERPOD_LINT = Lint(
 )
 
 
+def _signal_too_early(config: Config, plan: ProfilePlan) -> Iterator[tuple[str, str]]:
+    early = plan.teardown.too_early
+    if early is None:
+        return
+    when = f"{early.earliest_s} s after the start" if early.earliest_s else "as the job starts"
+    opens = f" (about {early.opens_s:g} s after launch)" if early.opens_s else ""
+    yield (
+        "job.time_limit_min",
+        f"Slurm may send --signal={plan.teardown.early_signal} up to a minute before that "
+        f"(sbatch(1)): with a time limit of {config.job.time_limit_min} min it can come {when}, "
+        f"before the capture opens{opens}, and the report then holds nothing (allowed: "
+        f"job.time_limit_min >= {early.limit_min})",
+    )
+
+
+SIGNAL_LINT = Lint(
+    "NSG026",
+    "Slurm's early signal may come before the capture opens (a short time limit)",
+    "raise job.time_limit_min: Slurm sends --signal up to a minute early",
+    "warning",
+    _signal_too_early,
+)
+
+
 class Slurm:
     name = "slurm"
     unit = "task"
@@ -161,7 +185,7 @@ class Slurm:
         "HOSTNAME": "%q{HOSTNAME} is the batch host in every Slurm task, "
         "not the node that runs it (allowed: %q{SLURMD_NODENAME})"
     }
-    lints = (HYPERPOD_LINT,)
+    lints = (HYPERPOD_LINT, SIGNAL_LINT)
     schema = None
 
     def settings(self, block: Block) -> TargetSettings:
