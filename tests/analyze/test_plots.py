@@ -41,7 +41,7 @@ def analysed(tmp_path: Path, run_cli: RunCli, sources: list[tuple[Path, str]], *
 
 
 def summary_and_calls(out: Path) -> tuple[Summary, list[NcclCall]]:
-    summary: Summary = json.loads((out / "summary.json").read_text())
+    summary = Summary.from_json(json.loads((out / "summary.json").read_text()))
     with (out / "nccl_calls.csv").open() as handle:
         calls = [
             NcclCall(r["report"], r["op"], int(r["size_bytes"]) if r["size_bytes"] else None,
