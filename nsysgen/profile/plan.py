@@ -36,7 +36,19 @@ __all__ = [
     "build_plan",
     "expand_name",
     "window_end",
+    "window_start",
 ]
+
+
+def window_start(config: Config) -> float:
+    """Seconds after launch at which the capture opens, as far as the config says: a window's
+    delay, a step window's first_step x workload.estimate.step_seconds; 0 for an NVTX range
+    (not known before the run)."""
+    if config.capture.mode == "window":
+        return float(config.capture.delay_s)
+    if config.capture.mode == "steps":
+        return config.setup.first_step * config.workload.step_seconds
+    return 0.0
 
 
 def window_end(config: Config) -> float | None:
@@ -68,10 +80,10 @@ def _window(config: Config) -> tuple[str, float | None]:
         return f"from {capture.delay_s} s after launch to the end of the program", None
     if capture.mode == "steps" and end is not None:
         first, last = config.setup.first_step, config.setup.last_step
-        step = config.workload.step_seconds
+        span, step = _span(window_start(config), end), config.workload.step_seconds
         return (
-            f"training steps {first}..{last} (about {_span(first * step, end)} after the loop "
-            f"starts, at workload.estimate.step_seconds={step})",
+            f"training steps {first}..{last} (about {span} after the loop starts, at "
+            f"workload.estimate.step_seconds={step})",
             end,
         )
     domain = f"@{capture.nvtx_domain}" if capture.nvtx_domain else ""
@@ -145,7 +157,9 @@ def build_plan(config: Config, target: Scheduler) -> ProfilePlan:
         program=(
             None if shell is None else workload_kind(config).program(config, shell, facts.steps)
         ),
-        teardown=teardown(config, size.bytes_per_report, window_end, time_limit_s),
+        teardown=teardown(
+            config, size.bytes_per_report, (window_start(config), window_end), time_limit_s
+        ),
         analysis=analysis_job(config, len(recorded), total / len(recorded) if recorded else 0),
         trace=cuda_trace.trace_values(config, boxed),
         steps=step_detection(config),

@@ -59,35 +59,31 @@ def _earliest_s(write_s: int, time_limit_s: int) -> int:
     return time_limit_s - _signal_at(write_s, time_limit_s) - MIN_SIGNAL_S
 
 
-def _opens_s(config: Config) -> float:
-    """When the capture is planned to open, in seconds after launch (0: not known before)."""
-    if config.capture.mode == "window":
-        return config.capture.delay_s
-    if config.capture.mode == "steps":
-        return config.setup.first_step * config.workload.step_seconds
-    return 0.0
-
-
-def _too_early(config: Config, write_s: int, time_limit_s: int) -> SignalTooEarly | None:
-    """Where the early signal may come before the capture opens, and a limit that avoids it
-    whatever the report's size: the signal asks for at most half the limit, so past
-    2 x (opens + 60 s) the earliest moment is after the opening."""
-    opens, earliest = _opens_s(config), _earliest_s(write_s, time_limit_s)
+def _too_early(opens: float, write_s: int, time_limit_s: int) -> SignalTooEarly | None:
+    """Where the early signal may come before the capture opens (`opens` s after launch), and a
+    limit that avoids it whatever the report's size: the signal asks for at most half the
+    limit, so past 2 x (opens + 60 s) the earliest moment is after the opening."""
+    earliest = _earliest_s(write_s, time_limit_s)
     if earliest > opens:
         return None
     return SignalTooEarly(max(earliest, 0), opens, math.floor(2 * (opens + MIN_SIGNAL_S) / 60) + 1)
 
 
 def teardown(
-    config: Config, bytes_per_report: float, window_end_s: float | None, time_limit_s: int
+    config: Config,
+    bytes_per_report: float,
+    window: tuple[float, float | None],
+    time_limit_s: int,
 ) -> Teardown:
     """The plan's teardown: the time to write a report, the early signal that gives it, and
-    whether that signal may come before the capture opens."""
+    whether that signal may come before the capture opens (`window`: when it opens and ends,
+    in seconds after launch, as plan.py computes them; None: no planned end)."""
+    window_start_s, window_end_s = window
     write_s = write_time(bytes_per_report)
     signal = _early_signal(config, write_s, window_end_s, time_limit_s)
     if signal is None:
         return Teardown(write_s, None)
-    return Teardown(write_s, signal, _too_early(config, write_s, time_limit_s))
+    return Teardown(write_s, signal, _too_early(window_start_s, write_s, time_limit_s))
 
 
 def sbatch_options(config: Config, plan: ProfilePlan) -> dict[str, str]:
